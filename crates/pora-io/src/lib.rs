@@ -1,0 +1,142 @@
+//! pora-io: every random-read access method behind one small completion-based contract, and the
+//! only crate in pora with OS-specific code.
+//!
+//! The contract follows fio's queue / commit / reap and TigerBeetle's I/O layer:
+//! - the caller [`Backend::push`]es reads tagged with its own slot id, [`Backend::submit`]s
+//!   them, and [`Backend::reap`]s completions, passing the deadline to the wait;
+//! - buffers are owned by the backend, allocated once when the worker is created and aligned as
+//!   the method needs; nothing is allocated per read;
+//! - synchronous methods (pread, mmap) complete inline inside `submit`, through the same
+//!   interface, so the mining scheduler has exactly one code path;
+//! - every read error comes back in its own [`Completion`] with the file and offset; EINTR and
+//!   EAGAIN are retried inside the layer and never reach the caller.
+//!
+//! A [`BackendFactory`] is opened once over all files of a mining run (read-only, always) and
+//! hands each worker thread its own [`Backend`]: per-worker handles, rings or ports.
+
+mod error;
+mod inline;
+mod method;
+pub mod sim;
+
+#[cfg(unix)]
+pub mod unix;
+#[cfg(target_os = "linux")]
+pub mod uring;
+#[cfg(windows)]
+pub mod windows;
+
+pub mod device;
+
+pub use error::{IoError, ReadError, ReadErrorKind};
+pub use method::{Method, Unavailable};
+pub use sim::{SimConfig, SimFault};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes of one sample: what every read returns to the caller.
+pub const SAMPLE_LEN: usize = 32;
+/// The bytes of one sample.
+pub type Sample = [u8; SAMPLE_LEN];
+
+/// One read request: the 32 bytes at `offset` of file number `file` (an index into the paths the
+/// factory was opened with). The backend may move a larger aligned block to get them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Read {
+    /// The caller's slot id; returned unchanged in the completion.
+    pub tag: u32,
+    pub file: u32,
+    pub offset: u64,
+}
+
+/// The outcome of one [`Read`].
+#[derive(Clone, Debug)]
+pub struct Completion {
+    pub tag: u32,
+    pub result: Result<Sample, ReadError>,
+}
+
+/// Returned by [`Backend::push`] when `capacity()` reads are already queued or in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("backend queue is full")]
+pub struct QueueFull;
+
+/// One worker's access to the files. Not shared between threads.
+pub trait Backend: Send {
+    /// The method this backend implements.
+    fn method(&self) -> Method;
+
+    /// Most reads that may be queued or in flight at once (the worker's depth).
+    fn capacity(&self) -> usize;
+
+    /// Reads pushed and not yet reaped.
+    fn in_flight(&self) -> usize;
+
+    /// Queues one read. Nothing reaches the OS until [`Backend::submit`].
+    fn push(&mut self, read: Read) -> Result<(), QueueFull>;
+
+    /// Hands every queued read to the OS; synchronous methods perform them here.
+    fn submit(&mut self) -> Result<(), IoError>;
+
+    /// Waits until at least `min_complete` completions are ready (clamped to `in_flight()`) or
+    /// `deadline` passes, then appends every ready completion to `out`. Returns how many were
+    /// appended. `out` should have capacity for `capacity()` entries so no allocation happens.
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min_complete: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError>;
+}
+
+/// How a backend moves data: the unit of one read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BlockSize {
+    /// The method's natural unit: exactly 32 bytes for buffered and mapped methods, one logical
+    /// block (aligned around the sample) for direct methods.
+    #[default]
+    Natural,
+    /// Read this many bytes at the `bytes`-aligned offset containing the sample (fio's `bs`).
+    Bytes(u32),
+}
+
+/// What to open.
+#[derive(Clone, Debug, Default)]
+pub struct IoConfig {
+    pub method: Method,
+    pub block_size: BlockSize,
+    /// Only for [`Method::Sim`].
+    pub sim: SimConfig,
+}
+
+/// Opened once per run over all files; creates one [`Backend`] per worker thread.
+pub trait BackendFactory: Send + Sync {
+    /// The concrete method (never `Auto`).
+    fn method(&self) -> Method;
+    /// One line for reports: method, alignment, ring features.
+    fn describe(&self) -> String;
+    /// A backend for one worker with room for `depth` reads in flight.
+    fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError>;
+}
+
+/// Opens `paths` read-only for `config.method` (resolving `Auto`) and returns the factory.
+pub fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+    method::open(paths, config)
+}
+
+/// Reads one sample synchronously through `backend`: push, submit, reap until it completes.
+/// The plain path for single-nonce work (`pora hash`, re-verifying results); not for mining.
+pub fn read_one(backend: &mut dyn Backend, file: u32, offset: u64) -> Result<Sample, IoError> {
+    debug_assert_eq!(backend.in_flight(), 0, "read_one needs an idle backend");
+    backend
+        .push(Read { tag: 0, file, offset })
+        .map_err(|_| IoError::Config("backend has no room for one read".into()))?;
+    backend.submit()?;
+    let mut out = Vec::with_capacity(1);
+    while out.is_empty() {
+        backend.reap(&mut out, 1, None)?;
+    }
+    Ok(out.pop().expect("one completion").result?)
+}

@@ -1,0 +1,96 @@
+//! `pora hash`: one nonce computed from the real files through the plain single-nonce path, the
+//! tool to check a result or debug a rejected proof.
+
+use crate::common::{parse_miner, parse_randao, DiffArgs};
+use anyhow::Context;
+use pora_core::difficulty::meets;
+use pora_core::{hashimoto, Address, ShardSet, H256};
+use pora_io::{IoConfig, Method};
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct HashArgs {
+    /// Data files of the shard.
+    #[arg(long = "file", required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
+    /// The 32-byte randao mix digest, 0x-prefixed hex.
+    #[arg(long, value_parser = parse_randao)]
+    randao: H256,
+    /// The nonce (0 ..= 2^64-1).
+    #[arg(long)]
+    nonce: u64,
+    /// Miner address; defaults to the files' header.
+    #[arg(long, value_parser = parse_miner)]
+    miner: Option<Address>,
+    /// Shard index; must match the files (checked).
+    #[arg(long)]
+    shard: Option<u64>,
+    /// Shard size as log2(KVs); inferred from the files when omitted.
+    #[arg(long)]
+    kv_entries_bits: Option<u32>,
+    /// Samples per nonce.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    random_checks: u32,
+    #[command(flatten)]
+    diff: DiffArgs,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: HashArgs) -> anyhow::Result<()> {
+    let shard = ShardSet::open(&args.files, args.kv_entries_bits)?;
+    if let Some(want) = args.shard {
+        anyhow::ensure!(
+            want == shard.geometry.shard_idx,
+            "--shard {want} does not match the files, which hold shard {}",
+            shard.geometry.shard_idx
+        );
+    }
+    let required = args.diff.required()?;
+    let miner = args.miner.unwrap_or(shard.miner);
+    let proof = compute(&shard, miner, &args.randao, args.nonce, args.random_checks)?;
+    let valid = required.map(|r| meets(&proof.hash1.0, &r));
+    if args.json {
+        let mut out = serde_json::to_value(&proof)?;
+        let obj = out.as_object_mut().expect("proof is an object");
+        obj.insert("shard".into(), json!(shard.geometry.shard_idx));
+        obj.insert("miner".into(), json!(miner));
+        obj.insert("randao".into(), json!(args.randao));
+        if let (Some(r), Some(v)) = (required, valid) {
+            obj.insert("requiredDiff".into(), json!(r.to_string()));
+            obj.insert("valid".into(), json!(v));
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("shard        {}", shard.geometry.shard_idx);
+    println!("miner        {miner}");
+    println!("nonce        {}", proof.nonce);
+    println!("hash0        {}", proof.hash0);
+    for i in 0..proof.sample_idxs.len() {
+        println!(
+            "sample {i}     idx {} (kv {}, sample {} in kv) = {}",
+            proof.sample_idxs[i], proof.kv_idxs[i], proof.sample_idxs_in_kv[i], proof.encoded_samples[i]
+        );
+    }
+    println!("hash1        {}", proof.hash1);
+    if let (Some(r), Some(v)) = (required, valid) {
+        println!("requiredDiff {r}");
+        println!("valid        {v}");
+    }
+    Ok(())
+}
+
+/// The plain single-nonce path over the real files (buffered pread, one read at a time).
+pub fn compute(shard: &ShardSet, miner: Address, randao: &H256, nonce: u64, random_checks: u32) -> anyhow::Result<pora_core::NonceProof> {
+    let paths = shard.paths();
+    let factory = pora_io::open(&paths, &IoConfig { method: Method::Pread, ..Default::default() })?;
+    let mut backend = factory.worker(1)?;
+    hashimoto(&shard.geometry, random_checks, &miner, randao, nonce, |sample_idx| {
+        let loc = shard.locate(sample_idx)?;
+        pora_io::read_one(backend.as_mut(), loc.file as u32, loc.offset)
+            .with_context(|| format!("{}: reading sample {sample_idx} at offset {}", paths[loc.file].display(), loc.offset))
+    })
+}

@@ -27,6 +27,7 @@ pub mod uring;
 pub mod windows;
 
 pub mod device;
+pub mod probe;
 
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use method::{Method, Unavailable};

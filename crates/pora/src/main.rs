@@ -8,6 +8,8 @@ mod doctor;
 mod hash;
 mod info;
 mod mine;
+mod plot;
+mod profile;
 mod tune;
 
 use clap::{Parser, Subcommand};

@@ -1,0 +1,1 @@
+//! Charts (SVG) for `pora bench --plot` and `pora tune --plot`.

@@ -1,0 +1,1 @@
+//! Tune profiles: the chosen method/threads/depth with the measured figures, persisted as TOML.

@@ -94,6 +94,9 @@ impl ShardSet {
             };
             return Err(Error::ShardMismatch { path: f.path.clone(), why });
         }
+        if let Some(empty) = files.iter().find(|f| f.header.chunk_idx_len == 0) {
+            return Err(Error::ShardMismatch { path: empty.path.clone(), why: "chunkIdxLen is 0: the file holds no data".into() });
+        }
         files.sort_by_key(|f| f.header.start_byte());
         check_contiguous(&files)?;
         let start = files[0].header.start_byte();

@@ -38,9 +38,10 @@ pub(crate) fn open_read_only(path: &Path, direct: bool) -> Result<File, IoError>
     if direct {
         opts.custom_flags(libc::O_DIRECT);
     }
-    let file = opts
-        .open(path)
-        .map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let file = opts.open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     #[cfg(target_os = "macos")]
     if direct {
         // SAFETY: fcntl on a valid, owned descriptor with integer arguments.
@@ -69,16 +70,27 @@ fn advise_random(file: &File) {
 }
 
 fn is_retryable(e: &std::io::Error) -> bool {
-    matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock)
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+    )
 }
 
 fn os_error(file: u32, offset: u64, e: &std::io::Error) -> ReadError {
-    ReadError { file, offset, kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)) }
+    ReadError {
+        file,
+        offset,
+        kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
 }
 
 /// The error for a read naming a file index the factory was not opened with.
 pub(crate) fn no_such_file(read: &Read) -> ReadError {
-    ReadError { file: read.file, offset: read.offset, kind: ReadErrorKind::Os(libc::EBADF) }
+    ReadError {
+        file: read.file,
+        offset: read.offset,
+        kind: ReadErrorKind::Os(libc::EBADF),
+    }
 }
 
 /// Reads exactly one sample with positional reads, retrying EINTR/EAGAIN.
@@ -91,7 +103,10 @@ pub(crate) fn pread_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sa
                 return Err(ReadError {
                     file: file_idx,
                     offset,
-                    kind: ReadErrorKind::ShortRead { got: got as u32, wanted: SAMPLE_LEN as u32 },
+                    kind: ReadErrorKind::ShortRead {
+                        got: got as u32,
+                        wanted: SAMPLE_LEN as u32,
+                    },
                 })
             }
             Ok(n) => got += n,
@@ -104,7 +119,7 @@ pub(crate) fn pread_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sa
 
 /// Reads the `unit`-aligned block(s) around the sample at `offset` into `buf` and returns the
 /// sample. `resume_align` is the granularity at which a partial read may be continued (the
-/// logical block for O_DIRECT, 1 for buffered files); a read that stops elsewhere, or returns 0,
+/// logical block for O_DIRECT, 1 for buffered files; a power of two); a read that stops elsewhere, or returns 0,
 /// has hit the end of the file. Succeeds when the bytes read cover the sample.
 pub(crate) fn pread_block(
     file: &File,
@@ -114,8 +129,11 @@ pub(crate) fn pread_block(
     resume_align: usize,
     buf: &mut AlignedBuf,
 ) -> Result<Sample, ReadError> {
-    let range = align::block_range(offset, unit)
-        .ok_or(ReadError { file: file_idx, offset, kind: ReadErrorKind::Os(libc::EINVAL) })?;
+    let range = align::block_range(offset, unit).ok_or(ReadError {
+        file: file_idx,
+        offset,
+        kind: ReadErrorKind::Os(libc::EINVAL),
+    })?;
     let span = &mut buf.as_mut_slice()[..range.len as usize];
     let mut got = 0usize;
     while got < span.len() {
@@ -123,7 +141,7 @@ pub(crate) fn pread_block(
             Ok(0) => break,
             Ok(n) => {
                 got += n;
-                if got % resume_align != 0 {
+                if got & (resume_align - 1) != 0 {
                     break;
                 }
             }
@@ -135,11 +153,16 @@ pub(crate) fn pread_block(
         return Err(ReadError {
             file: file_idx,
             offset,
-            kind: ReadErrorKind::ShortRead { got: got as u32, wanted: range.len },
+            kind: ReadErrorKind::ShortRead {
+                got: got as u32,
+                wanted: range.len,
+            },
         });
     }
     let pos = range.sample_pos as usize;
-    Ok(span[pos..pos + SAMPLE_LEN].try_into().expect("32-byte slice"))
+    Ok(span[pos..pos + SAMPLE_LEN]
+        .try_into()
+        .expect("32-byte slice"))
 }
 
 pub(crate) fn open(
@@ -158,8 +181,17 @@ pub(crate) fn open(
             } else {
                 None
             };
-            let unit = unit.map(|u| ReadUnit { unit: u, resume_align: 1, buf_align: 64 });
-            Ok(Arc::new(PreadFactory { method, paths: paths.to_vec(), shared, unit }))
+            let unit = unit.map(|u| ReadUnit {
+                unit: u,
+                resume_align: 1,
+                buf_align: 64,
+            });
+            Ok(Arc::new(PreadFactory {
+                method,
+                paths: paths.to_vec(),
+                shared,
+                unit,
+            }))
         }
         Method::Direct => open_direct_factory(paths, config),
         Method::Mmap => mmap::open(paths, config),
@@ -187,13 +219,24 @@ fn open_direct_factory(
         resume_align: logical as usize,
         buf_align: (logical as usize).max(4096),
     };
-    Ok(Arc::new(PreadFactory { method: Method::Direct, paths: paths.to_vec(), shared: None, unit: Some(unit) }))
+    Ok(Arc::new(PreadFactory {
+        method: Method::Direct,
+        paths: paths.to_vec(),
+        shared: None,
+        unit: Some(unit),
+    }))
 }
 
 fn open_all(paths: &[PathBuf], direct: bool) -> Result<Arc<Vec<File>>, IoError> {
     let files = paths
         .iter()
-        .map(|p| if direct { open_direct(p, Method::Direct.name()) } else { open_read_only(p, false) })
+        .map(|p| {
+            if direct {
+                open_direct(p, Method::Direct.name())
+            } else {
+                open_read_only(p, false)
+            }
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Arc::new(files))
 }
@@ -232,8 +275,12 @@ impl BackendFactory for PreadFactory {
                 "direct: O_DIRECT, one handle per file per worker, {unit} (logical block {} bytes)",
                 self.unit.map_or(0, |u| u.resume_align)
             ),
-            (_, Some(_)) => format!("pread-shared: one buffered handle per file shared by all workers, {unit}"),
-            (_, None) => format!("pread: one buffered handle per file per worker, POSIX_FADV_RANDOM, {unit}"),
+            (_, Some(_)) => {
+                format!("pread-shared: one buffered handle per file shared by all workers, {unit}")
+            }
+            (_, None) => {
+                format!("pread: one buffered handle per file per worker, POSIX_FADV_RANDOM, {unit}")
+            }
         }
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {

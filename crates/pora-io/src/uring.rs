@@ -37,22 +37,32 @@ fn probe_uncached() -> Result<(), String> {
         .and_then(|s| s.trim().parse::<u8>().ok())
         .unwrap_or(0);
     if disabled == 2 {
-        return Err("io_uring is disabled system-wide (sysctl kernel.io_uring_disabled = 2)".into());
+        return Err(
+            "io_uring is disabled system-wide (sysctl kernel.io_uring_disabled = 2)".into(),
+        );
     }
     let ring = IoUring::new(8).map_err(|e| setup_failure_reason(&e, disabled))?;
     let mut probe = io_uring::Probe::new();
     ring.submitter().register_probe(&mut probe).map_err(|e| {
-        format!("the kernel cannot list its io_uring opcodes ({e}): older than 5.6, which pora needs")
+        format!(
+            "the kernel cannot list its io_uring opcodes ({e}): older than 5.6, which pora needs"
+        )
     })?;
     let needed = [
         (opcode::Read::CODE, "READ"),
         (opcode::ReadFixed::CODE, "READ_FIXED"),
         (opcode::Timeout::CODE, "TIMEOUT"),
     ];
-    let missing: Vec<&str> =
-        needed.iter().filter(|(code, _)| !probe.is_supported(*code)).map(|(_, name)| *name).collect();
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|(code, _)| !probe.is_supported(*code))
+        .map(|(_, name)| *name)
+        .collect();
     if !missing.is_empty() {
-        return Err(format!("the kernel's io_uring lacks opcodes {}", missing.join(", ")));
+        return Err(format!(
+            "the kernel's io_uring lacks opcodes {}",
+            missing.join(", ")
+        ));
     }
     Ok(())
 }
@@ -149,12 +159,19 @@ impl BackendFactory for UringFactory {
         } else {
             "buffered, ".to_string()
         };
-        format!("{}: io_uring, {direct}one ring per worker, registered files, {buffers}, {unit}", self.method)
+        format!(
+            "{}: io_uring, {direct}one ring per worker, registered files, {buffers}, {unit}",
+            self.method
+        )
     }
 
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let backend = UringBackend::new(self, depth.max(1))?;
-        let fixed = if backend.fixed_buffers { FIXED_YES } else { FIXED_NO };
+        let fixed = if backend.fixed_buffers {
+            FIXED_YES
+        } else {
+            FIXED_NO
+        };
         self.fixed_buffers.store(fixed, Ordering::Relaxed);
         Ok(Box::new(backend))
     }
@@ -176,7 +193,11 @@ impl Slot {
         tag: 0,
         file: 0,
         offset: 0,
-        range: BlockRange { start: 0, len: 0, sample_pos: 0 },
+        range: BlockRange {
+            start: 0,
+            len: 0,
+            sample_pos: 0,
+        },
         got: 0,
     };
 }
@@ -213,17 +234,26 @@ impl UringBackend {
             )));
         }
         let entries = (depth + 1).next_power_of_two() as u32;
-        let ring = build_ring(entries)?;
+        let ring = build_ring(entries, factory.method)?;
         let direct = factory.method == Method::UringDirect;
         let files = factory
             .paths
             .iter()
-            .map(|p| if direct { open_direct(p, factory.method.name()) } else { open_read_only(p, false) })
+            .map(|p| {
+                if direct {
+                    open_direct(p, factory.method.name())
+                } else {
+                    open_read_only(p, false)
+                }
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
         ring.submitter()
             .register_files(&fds)
-            .map_err(|source| IoError::Os { what: "io_uring: registering the files", source })?;
+            .map_err(|source| IoError::Os {
+                what: "io_uring: registering the files",
+                source,
+            })?;
         let slot_bytes = factory.unit.map_or(SAMPLE_LEN, align::max_span);
         let arena = AlignedBuf::new(slot_bytes * depth, factory.buf_align)?;
         let fixed_buffers = register_arena(&ring, &arena);
@@ -252,7 +282,11 @@ impl UringBackend {
         match self.unit {
             None => {
                 offset.checked_add(SAMPLE_LEN as u64)?;
-                Some(BlockRange { start: offset, len: SAMPLE_LEN as u32, sample_pos: 0 })
+                Some(BlockRange {
+                    start: offset,
+                    len: SAMPLE_LEN as u32,
+                    sample_pos: 0,
+                })
             }
             Some(unit) => align::block_range(offset, unit),
         }
@@ -264,12 +298,18 @@ impl UringBackend {
         let slot = self.slots[id as usize];
         // SAFETY: slot `id`'s buffer lies inside the arena (id < depth), which lives as long as
         // the ring; `got < range.len <= slot_bytes`, so [buf, buf + len) stays in the slot.
-        let buf = unsafe { self.arena.as_mut_ptr().add(id as usize * self.slot_bytes + slot.got as usize) };
+        let buf = unsafe {
+            self.arena
+                .as_mut_ptr()
+                .add(id as usize * self.slot_bytes + slot.got as usize)
+        };
         let len = slot.range.len - slot.got;
         let offset = slot.range.start + u64::from(slot.got);
         let fd = types::Fixed(slot.file);
         let entry = if self.fixed_buffers {
-            opcode::ReadFixed::new(fd, buf, len, 0).offset(offset).build()
+            opcode::ReadFixed::new(fd, buf, len, 0)
+                .offset(offset)
+                .build()
         } else {
             opcode::Read::new(fd, buf, len).offset(offset).build()
         };
@@ -295,7 +335,10 @@ impl UringBackend {
                 }
                 Some(t) => {
                     let ts = types::Timespec::from(t);
-                    let entry = opcode::Timeout::new(&ts).count(want as u32).build().user_data(TIMEOUT_USER_DATA);
+                    let entry = opcode::Timeout::new(&ts)
+                        .count(want as u32)
+                        .build()
+                        .user_data(TIMEOUT_USER_DATA);
                     // SAFETY: the kernel copies the timespec while preparing the entry, inside
                     // the submit below, while `ts` is alive.
                     if unsafe { self.ring.submission().push(&entry) }.is_err() {
@@ -326,7 +369,8 @@ impl UringBackend {
     /// retryable errors and resumable short reads are queued again. Returns how many finished.
     fn drain(&mut self, out: &mut Vec<Completion>) -> Result<usize, IoError> {
         self.cqe_scratch.clear();
-        self.cqe_scratch.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        self.cqe_scratch
+            .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
         let mut finished = 0;
         for i in 0..self.cqe_scratch.len() {
             let (user_data, res) = self.cqe_scratch[i];
@@ -336,7 +380,10 @@ impl UringBackend {
             let id = user_data as u32;
             match self.on_result(id, res) {
                 Some(result) => {
-                    out.push(Completion { tag: self.slots[id as usize].tag, result });
+                    out.push(Completion {
+                        tag: self.slots[id as usize].tag,
+                        result,
+                    });
                     self.free.push(id);
                     finished += 1;
                 }
@@ -350,7 +397,13 @@ impl UringBackend {
     fn on_result(&mut self, id: u32, res: i32) -> Option<Result<crate::Sample, ReadError>> {
         let resume_align = self.resume_align;
         let slot = &mut self.slots[id as usize];
-        let error = |kind| Some(Err(ReadError { file: slot.file, offset: slot.offset, kind }));
+        let error = |kind| {
+            Some(Err(ReadError {
+                file: slot.file,
+                offset: slot.offset,
+                kind,
+            }))
+        };
         if res < 0 {
             return match -res {
                 libc::EINTR | libc::EAGAIN => None,
@@ -363,8 +416,11 @@ impl UringBackend {
             let bytes = &self.arena.as_slice()[at..at + SAMPLE_LEN];
             return Some(Ok(bytes.try_into().expect("32-byte slice")));
         }
-        if res == 0 || slot.got >= slot.range.len || slot.got % resume_align != 0 {
-            return error(ReadErrorKind::ShortRead { got: slot.got, wanted: slot.range.len });
+        if res == 0 || slot.got >= slot.range.len || slot.got & (resume_align - 1) != 0 {
+            return error(ReadErrorKind::ShortRead {
+                got: slot.got,
+                wanted: slot.range.len,
+            });
         }
         None
     }
@@ -379,19 +435,22 @@ impl UringBackend {
 }
 
 fn enter_error(source: std::io::Error) -> IoError {
-    IoError::Os { what: "io_uring_enter", source }
+    IoError::Os {
+        what: "io_uring_enter",
+        source,
+    }
 }
 
 /// A ring with `entries` submission entries; cooperative task running where supported (fewer
 /// interrupts: completions are run when this thread next enters the kernel).
-fn build_ring(entries: u32) -> Result<IoUring, IoError> {
+fn build_ring(entries: u32, method: Method) -> Result<IoUring, IoError> {
     IoUring::builder()
         .setup_coop_taskrun()
         .setup_taskrun_flag()
         .build(entries)
         .or_else(|_| IoUring::new(entries))
         .map_err(|e| IoError::Unavailable {
-            method: "uring",
+            method: method.name(),
             reason: setup_failure_reason(&e, 0),
         })
 }
@@ -401,7 +460,10 @@ fn register_arena(ring: &IoUring, arena: &AlignedBuf) -> bool {
     if arena.len() > MAX_FIXED_BUFFER_BYTES {
         return false;
     }
-    let iov = libc::iovec { iov_base: arena.as_ptr() as *mut libc::c_void, iov_len: arena.len() };
+    let iov = libc::iovec {
+        iov_base: arena.as_ptr() as *mut libc::c_void,
+        iov_len: arena.len(),
+    };
     // SAFETY: the arena outlives the ring (both are fields of one backend, and the ring is
     // dropped first — see the field order of UringBackend) and is never freed while registered.
     unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok()
@@ -424,18 +486,37 @@ impl Backend for UringBackend {
         if self.in_flight() >= self.capacity() {
             return Err(QueueFull);
         }
-        let Some(range) = self.range_for(read.offset).filter(|_| (read.file as usize) < self.files.len()) else {
+        let Some(range) = self
+            .range_for(read.offset)
+            .filter(|_| (read.file as usize) < self.files.len())
+        else {
             // Unreadable requests complete at once with their error, still through `reap`.
             let error = if (read.file as usize) < self.files.len() {
-                ReadError { file: read.file, offset: read.offset, kind: ReadErrorKind::Os(libc::EINVAL) }
+                ReadError {
+                    file: read.file,
+                    offset: read.offset,
+                    kind: ReadErrorKind::Os(libc::EINVAL),
+                }
             } else {
                 no_such_file(&read)
             };
-            self.ready.push(Completion { tag: read.tag, result: Err(error) });
+            self.ready.push(Completion {
+                tag: read.tag,
+                result: Err(error),
+            });
             return Ok(());
         };
-        let id = self.free.pop().expect("a free slot when in_flight < capacity");
-        self.slots[id as usize] = Slot { tag: read.tag, file: read.file, offset: read.offset, range, got: 0 };
+        let id = self
+            .free
+            .pop()
+            .expect("a free slot when in_flight < capacity");
+        self.slots[id as usize] = Slot {
+            tag: read.tag,
+            file: read.file,
+            offset: read.offset,
+            range,
+            got: 0,
+        };
         self.queued.push(id);
         Ok(())
     }
@@ -519,11 +600,19 @@ mod tests {
     #[test]
     fn timeout_entries_path_works() {
         let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
-        let Some((_file, mut backend)) = backend_over(&bytes, 8) else { return };
+        let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
+            return;
+        };
         backend.timeout_entries = true;
         let mut out = Vec::with_capacity(8);
         for tag in 0..8u32 {
-            backend.push(Read { tag, file: 0, offset: u64::from(tag) * 4000 }).unwrap();
+            backend
+                .push(Read {
+                    tag,
+                    file: 0,
+                    offset: u64::from(tag) * 4000,
+                })
+                .unwrap();
         }
         backend.submit().unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -537,7 +626,16 @@ mod tests {
         }
         // Nothing in flight: a deadline wait returns at once with nothing.
         let mut none = Vec::new();
-        assert_eq!(backend.reap(&mut none, 1, Some(Instant::now() + Duration::from_millis(50))).unwrap(), 0);
+        assert_eq!(
+            backend
+                .reap(
+                    &mut none,
+                    1,
+                    Some(Instant::now() + Duration::from_millis(50))
+                )
+                .unwrap(),
+            0
+        );
     }
 
     #[test]

@@ -49,24 +49,34 @@ fn fill_random(rng: &mut Xoshiro256PlusPlus, len: usize) -> Vec<u8> {
 
 /// Regions of the sparse file that hold data (the rest is holes, reading as zeros).
 fn sparse_regions() -> [u64; 4] {
-    [4 * GIB, 4 * GIB + 123 * 4096 + 512, 4 * GIB + 777_777 * 32, SPARSE_FILE_BYTES - 65536]
+    [
+        4 * GIB,
+        4 * GIB + 123 * 4096 + 512,
+        4 * GIB + 777_777 * 32,
+        SPARSE_FILE_BYTES - 65536,
+    ]
 }
 
 fn fixture() -> Fixture {
     let root = test_root();
     std::fs::create_dir_all(&root).unwrap();
-    let dir = tempfile::Builder::new().prefix("pora-io-conformance").tempdir_in(&root).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("pora-io-conformance")
+        .tempdir_in(&root)
+        .unwrap();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x5eed);
 
     let random_path = dir.path().join("random.bin");
     let mut f = File::create(&random_path).unwrap();
-    f.write_all(&fill_random(&mut rng, RANDOM_FILE_BYTES as usize)).unwrap();
+    f.write_all(&fill_random(&mut rng, RANDOM_FILE_BYTES as usize))
+        .unwrap();
 
     let sparse_path = dir.path().join("sparse.bin");
     let f = File::create(&sparse_path).unwrap();
     f.set_len(SPARSE_FILE_BYTES).unwrap();
     for start in sparse_regions() {
-        f.write_all_at(&fill_random(&mut rng, 65536), start).unwrap();
+        f.write_all_at(&fill_random(&mut rng, 65536), start)
+            .unwrap();
     }
     drop(f);
 
@@ -111,7 +121,10 @@ fn offsets(rng: &mut Xoshiro256PlusPlus) -> Vec<(u32, u64)> {
 
 fn expected(fx: &Fixture, file: u32, offset: u64) -> [u8; 32] {
     let mut buf = [0u8; 32];
-    File::open(&fx.paths[file as usize]).unwrap().read_exact_at(&mut buf, offset).unwrap();
+    File::open(&fx.paths[file as usize])
+        .unwrap()
+        .read_exact_at(&mut buf, offset)
+        .unwrap();
     buf
 }
 
@@ -121,7 +134,11 @@ fn open_or_skip(
     method: Method,
     block_size: BlockSize,
 ) -> Option<std::sync::Arc<dyn pora_io::BackendFactory>> {
-    let config = IoConfig { method, block_size, ..IoConfig::default() };
+    let config = IoConfig {
+        method,
+        block_size,
+        ..IoConfig::default()
+    };
     match pora_io::open(&fx.paths, &config) {
         Ok(factory) => Some(factory),
         Err(IoError::Unavailable { reason, .. }) => {
@@ -134,7 +151,9 @@ fn open_or_skip(
 
 /// The one conformance body.
 fn conformance(fx: &Fixture, method: Method, block_size: BlockSize) {
-    let Some(factory) = open_or_skip(fx, method, block_size) else { return };
+    let Some(factory) = open_or_skip(fx, method, block_size) else {
+        return;
+    };
     assert_eq!(factory.method(), method);
     eprintln!("RUN {method} ({block_size:?}): {}", factory.describe());
     let mut backend = factory.worker(DEPTH).unwrap();
@@ -152,27 +171,58 @@ fn conformance(fx: &Fixture, method: Method, block_size: BlockSize) {
 fn check_capacity_and_deadlines(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
     let mut out: Vec<Completion> = Vec::with_capacity(DEPTH);
     let started = Instant::now();
-    assert_eq!(backend.reap(&mut out, 1, Some(started - Duration::from_millis(1))).unwrap(), 0);
+    assert_eq!(
+        backend
+            .reap(&mut out, 1, Some(started - Duration::from_millis(1)))
+            .unwrap(),
+        0
+    );
     for tag in 0..DEPTH as u32 {
-        backend.push(Read { tag, file: 0, offset: u64::from(tag) * 40_000 }).unwrap();
+        backend
+            .push(Read {
+                tag,
+                file: 0,
+                offset: u64::from(tag) * 40_000,
+            })
+            .unwrap();
         assert_eq!(backend.in_flight(), tag as usize + 1);
     }
-    assert_eq!(backend.push(Read { tag: 99, file: 0, offset: 0 }), Err(QueueFull));
+    assert_eq!(
+        backend.push(Read {
+            tag: 99,
+            file: 0,
+            offset: 0
+        }),
+        Err(QueueFull)
+    );
     backend.submit().unwrap();
     assert_eq!(backend.in_flight(), DEPTH);
     // A deadline in the past: whatever is ready, without waiting for all of them.
-    let n = backend.reap(&mut out, DEPTH, Some(Instant::now() - Duration::from_millis(1))).unwrap();
+    let n = backend
+        .reap(
+            &mut out,
+            DEPTH,
+            Some(Instant::now() - Duration::from_millis(1)),
+        )
+        .unwrap();
     assert_eq!(n, out.len());
     assert_eq!(backend.in_flight(), DEPTH - n);
     while out.len() < DEPTH && backend.in_flight() > 0 {
         backend.reap(&mut out, 1, None).unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(30), "deadline waits must not hang");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "deadline waits must not hang"
+    );
     assert_eq!(out.len(), DEPTH);
     assert_eq!(backend.in_flight(), 0);
     for c in &out {
         let offset = u64::from(c.tag) * 40_000;
-        assert_eq!(c.result.as_ref().unwrap(), &expected(fx, 0, offset), "offset {offset}");
+        assert_eq!(
+            c.result.as_ref().unwrap(),
+            &expected(fx, 0, offset),
+            "offset {offset}"
+        );
     }
 }
 
@@ -204,9 +254,15 @@ fn check_random_reads(backend: &mut dyn pora_io::Backend, fx: &Fixture, method: 
         assert_eq!(n, out.len());
         assert!(n >= 1, "{method}: nothing completed within 10 s");
         for c in out.drain(..) {
-            let (file, offset) = pending.remove(&c.tag).expect("a completion for a pending tag, once");
+            let (file, offset) = pending
+                .remove(&c.tag)
+                .expect("a completion for a pending tag, once");
             let got = c.result.unwrap_or_else(|e| panic!("{method}: {e}"));
-            assert_eq!(got, expected(fx, file, offset), "{method}: file {file} offset {offset}");
+            assert_eq!(
+                got,
+                expected(fx, file, offset),
+                "{method}: file {file} offset {offset}"
+            );
             done += 1;
         }
     }
@@ -225,10 +281,22 @@ fn check_errors(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
         (7, 0),
     ];
     for (tag, &(file, offset)) in bad.iter().enumerate() {
-        backend.push(Read { tag: tag as u32, file, offset }).unwrap();
+        backend
+            .push(Read {
+                tag: tag as u32,
+                file,
+                offset,
+            })
+            .unwrap();
     }
     // A good read among the bad ones still succeeds.
-    backend.push(Read { tag: 50, file: 0, offset: 4096 }).unwrap();
+    backend
+        .push(Read {
+            tag: 50,
+            file: 0,
+            offset: 4096,
+        })
+        .unwrap();
     backend.submit().unwrap();
     let mut out = Vec::with_capacity(DEPTH);
     while backend.in_flight() > 0 {
@@ -244,7 +312,9 @@ fn check_errors(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
         let e = c.result.expect_err("a read past the end must fail");
         assert_eq!((e.file, e.offset), (file, offset), "{e}");
         let message = e.to_string();
-        assert!(message.contains(&format!("file #{file}")) && message.contains(&offset.to_string()));
+        assert!(
+            message.contains(&format!("file #{file}")) && message.contains(&offset.to_string())
+        );
     }
 }
 
@@ -268,11 +338,16 @@ fn every_available_method_conforms() {
 #[test]
 fn auto_resolves_to_a_concrete_available_method() {
     let fx = fixture();
-    let Some(factory) = open_or_skip(&fx, Method::Auto, BlockSize::Natural) else { return };
+    let Some(factory) = open_or_skip(&fx, Method::Auto, BlockSize::Natural) else {
+        return;
+    };
     assert_ne!(factory.method(), Method::Auto);
     assert!(Method::available_real().contains(&factory.method()));
     let mut backend = factory.worker(1).unwrap();
-    assert_eq!(pora_io::read_one(backend.as_mut(), 0, 100).unwrap(), expected(&fx, 0, 100));
+    assert_eq!(
+        pora_io::read_one(backend.as_mut(), 0, 100).unwrap(),
+        expected(&fx, 0, 100)
+    );
 }
 
 /// Block sizes the device cannot honour are refused with a clear configuration error.
@@ -281,7 +356,11 @@ fn bad_block_sizes_are_config_errors() {
     let fx = fixture();
     for method in Method::available_real() {
         for bytes in [0u32, 16, 1 << 30] {
-            let config = IoConfig { method, block_size: BlockSize::Bytes(bytes), ..IoConfig::default() };
+            let config = IoConfig {
+                method,
+                block_size: BlockSize::Bytes(bytes),
+                ..IoConfig::default()
+            };
             match pora_io::open(&fx.paths, &config) {
                 Err(IoError::Config(message)) => assert!(message.contains(&bytes.to_string())),
                 Err(IoError::Unavailable { .. }) => {}
@@ -291,9 +370,16 @@ fn bad_block_sizes_are_config_errors() {
         }
     }
     for method in [Method::Direct, Method::UringDirect] {
-        let config = IoConfig { method, block_size: BlockSize::Bytes(4096 + 256), ..IoConfig::default() };
+        let config = IoConfig {
+            method,
+            block_size: BlockSize::Bytes(4096 + 256),
+            ..IoConfig::default()
+        };
         if method.availability().is_ok() {
-            assert!(pora_io::open(&fx.paths, &config).is_err(), "{method} accepted an unaligned block size");
+            assert!(
+                pora_io::open(&fx.paths, &config).is_err(),
+                "{method} accepted an unaligned block size"
+            );
         }
     }
 }
@@ -304,7 +390,9 @@ fn bad_block_sizes_are_config_errors() {
 fn workers_of_one_factory_read_concurrently() {
     let fx = fixture();
     for method in Method::available_real() {
-        let Some(factory) = open_or_skip(&fx, method, BlockSize::Natural) else { continue };
+        let Some(factory) = open_or_skip(&fx, method, BlockSize::Natural) else {
+            continue;
+        };
         std::thread::scope(|scope| {
             for worker in 0..2u64 {
                 let factory = factory.clone();
@@ -323,7 +411,9 @@ fn workers_of_one_factory_read_concurrently() {
 }
 
 fn write_file(path: &Path, len: usize) -> Vec<u8> {
-    let bytes: Vec<u8> = (0..len).map(|i| (i % 253) as u8 ^ (i >> 12) as u8).collect();
+    let bytes: Vec<u8> = (0..len)
+        .map(|i| (i % 253) as u8 ^ (i >> 12) as u8)
+        .collect();
     std::fs::write(path, &bytes).unwrap();
     bytes
 }
@@ -338,12 +428,27 @@ fn mmap_survives_truncation() {
     let dir = tempfile::tempdir_in(&root).unwrap();
     let path = dir.path().join("shrinking.bin");
     let bytes = write_file(&path, 1 << 20);
-    let factory = pora_io::open(&[path.clone()], &IoConfig { method: Method::Mmap, ..IoConfig::default() }).unwrap();
+    let factory = pora_io::open(
+        std::slice::from_ref(&path),
+        &IoConfig {
+            method: Method::Mmap,
+            ..IoConfig::default()
+        },
+    )
+    .unwrap();
     let mut backend = factory.worker(4).unwrap();
-    assert_eq!(pora_io::read_one(backend.as_mut(), 0, 900_000).unwrap(), bytes[900_000..900_032]);
+    assert_eq!(
+        pora_io::read_one(backend.as_mut(), 0, 900_000).unwrap(),
+        bytes[900_000..900_032]
+    );
 
     let new_len = 65536 + 100;
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(new_len)
+        .unwrap();
     #[cfg(target_os = "linux")]
     let faults_before = pora_io::unix::mmap_faults_contained();
 
@@ -353,15 +458,25 @@ fn mmap_survives_truncation() {
     match e {
         IoError::Read(r) => {
             assert_eq!((r.file, r.offset), (0, 900_000));
-            assert_eq!(r.kind, ReadErrorKind::OutOfBounds { file_len: new_len }, "{message}");
+            assert_eq!(
+                r.kind,
+                ReadErrorKind::OutOfBounds { file_len: new_len },
+                "{message}"
+            );
         }
         other => panic!("expected a read error, got {other}"),
     }
     #[cfg(target_os = "linux")]
-    assert!(pora_io::unix::mmap_faults_contained() > faults_before, "the SIGBUS path was exercised");
+    assert!(
+        pora_io::unix::mmap_faults_contained() > faults_before,
+        "the SIGBUS path was exercised"
+    );
 
     // Before the new end: still the file's bytes.
-    assert_eq!(pora_io::read_one(backend.as_mut(), 0, 1000).unwrap(), bytes[1000..1032]);
+    assert_eq!(
+        pora_io::read_one(backend.as_mut(), 0, 1000).unwrap(),
+        bytes[1000..1032]
+    );
     // After one length-check period, even the zero tail of the last page is refused.
     for i in 0..pora_io::unix::MMAP_LENGTH_CHECK_READS {
         let offset = (i * 64) % 60_000;
@@ -373,4 +488,28 @@ fn mmap_survives_truncation() {
     // A fresh worker of the same factory sees the bound at once.
     let mut fresh = factory.worker(1).unwrap();
     assert!(pora_io::read_one(fresh.as_mut(), 0, 70_000).is_err());
+}
+
+/// A file system that refuses O_DIRECT (procfs here; tmpfs before Linux 6.6, overlayfs) makes
+/// the direct methods unavailable with a reason naming it, and `auto` falls back to a buffered
+/// method.
+#[test]
+fn direct_refusal_names_the_file_system() {
+    let path = PathBuf::from("/proc/self/status");
+    for method in [Method::Direct, Method::UringDirect] {
+        if let Err(reason) = method.availability() {
+            eprintln!("SKIP {method}: {}", reason.0);
+            continue;
+        }
+        let config = IoConfig { method, ..IoConfig::default() };
+        match pora_io::open(std::slice::from_ref(&path), &config) {
+            Err(IoError::Unavailable { reason, .. }) => {
+                assert!(reason.contains("proc") && reason.contains("O_DIRECT"), "{reason}")
+            }
+            Err(e) => panic!("{method}: expected Unavailable, got {e}"),
+            Ok(_) => eprintln!("SKIP {method} refusal: this kernel allows O_DIRECT on procfs"),
+        }
+    }
+    let auto = pora_io::open(&[path], &IoConfig::default()).unwrap();
+    assert!(!auto.method().is_unbuffered(), "auto fell back to {}", auto.method());
 }

@@ -22,14 +22,23 @@ pub fn logical_block_size(file: &File) -> LogicalBlock {
     #[cfg(target_os = "linux")]
     {
         if let Some(bytes) = statx_dio_align(file) {
-            return LogicalBlock { bytes, source: "statx" };
+            return LogicalBlock {
+                bytes,
+                source: "statx",
+            };
         }
         if let Some(bytes) = sysfs_logical_block(file) {
-            return LogicalBlock { bytes, source: "sysfs" };
+            return LogicalBlock {
+                bytes,
+                source: "sysfs",
+            };
         }
     }
     let _ = file;
-    LogicalBlock { bytes: crate::align::FALLBACK_LOGICAL_BLOCK_BYTES, source: "fallback" }
+    LogicalBlock {
+        bytes: crate::align::FALLBACK_LOGICAL_BLOCK_BYTES,
+        source: "fallback",
+    }
 }
 
 fn plausible_block(bytes: u32) -> Option<u32> {
@@ -68,7 +77,10 @@ fn sysfs_logical_block(file: &File) -> Option<u32> {
 /// belongs to the parent disk, one level up.
 #[cfg(target_os = "linux")]
 pub(crate) fn sysfs_logical_block_at(sys: &Path, major: u32, minor: u32) -> Option<u32> {
-    let dev_dir = sys.join(format!("dev/block/{major}:{minor}")).canonicalize().ok()?;
+    let dev_dir = sys
+        .join(format!("dev/block/{major}:{minor}"))
+        .canonicalize()
+        .ok()?;
     let candidates = [dev_dir.join("queue"), dev_dir.parent()?.join("queue")];
     candidates.iter().find_map(|queue| {
         let text = std::fs::read_to_string(queue.join("logical_block_size")).ok()?;
@@ -134,6 +146,8 @@ pub(crate) fn fs_name_of_magic(magic: u64) -> String {
         0x5346_544e => "ntfs",
         0x6165_6673 => "aufs",
         0x6a65_6a65 => "virtiofs",
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
         _ => return format!("unknown (magic {magic:#x})"),
     };
     name.into()

@@ -61,22 +61,37 @@ struct MappedFile {
 impl MappedFile {
     fn open(path: &Path) -> Result<MappedFile, IoError> {
         let file = open_read_only(path, false)?;
-        let mapped_len = current_len(&file)
-            .map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+        let mapped_len = current_len(&file).map_err(|source| IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
         if mapped_len == 0 {
-            return Ok(MappedFile { bound: Bound::Local(AtomicU64::new(0)), map: None, file, mapped_len });
+            return Ok(MappedFile {
+                bound: Bound::Local(AtomicU64::new(0)),
+                map: None,
+                file,
+                mapped_len,
+            });
         }
         let len = usize::try_from(mapped_len)
             .map_err(|_| IoError::Config(format!("{}: too large to map", path.display())))?;
         // SAFETY: the map is read-only and only ever read through raw-pointer copies whose
         // bounds are checked against `valid_len`; truncation by another process is contained
         // as described in the module documentation.
-        let map = unsafe { MmapOptions::new().len(len).map(&file) }
-            .map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+        let map =
+            unsafe { MmapOptions::new().len(len).map(&file) }.map_err(|source| IoError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
         // Random access: fault in exactly the touched page, no read-around.
         let _ = map.advise(Advice::Random);
         let bound = register(&map, path)?;
-        Ok(MappedFile { bound, map: Some(map), file, mapped_len })
+        Ok(MappedFile {
+            bound,
+            map: Some(map),
+            file,
+            mapped_len,
+        })
     }
 }
 
@@ -99,13 +114,22 @@ fn current_len(file: &File) -> std::io::Result<u64> {
     Ok(file.metadata()?.len())
 }
 
-pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     let unit = match config.block_size {
         BlockSize::Natural => None,
         bs => Some(align::read_unit(bs, None)?),
     };
-    let files = paths.iter().map(|p| MappedFile::open(p)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Arc::new(MmapFactory { files: Arc::new(files), unit }))
+    let files = paths
+        .iter()
+        .map(|p| MappedFile::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(MmapFactory {
+        files: Arc::new(files),
+        unit,
+    }))
 }
 
 struct MmapFactory {
@@ -119,7 +143,9 @@ impl BackendFactory for MmapFactory {
         Method::Mmap
     }
     fn describe(&self) -> String {
-        let unit = self.unit.map_or("32-byte copies".into(), |u| format!("{u}-byte aligned block copies"));
+        let unit = self.unit.map_or("32-byte copies".into(), |u| {
+            format!("{u}-byte aligned block copies")
+        });
         format!(
             "mmap: one shared read-only map per file, MADV_RANDOM, {unit}, truncation checked every {LENGTH_CHECK_READS} reads{}",
             if cfg!(target_os = "linux") { " and SIGBUS contained" } else { "" }
@@ -188,7 +214,12 @@ impl Backend for MmapBackend {
             }
         })
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, _min: usize, _deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         Ok(self.queue.reap(out))
     }
 }
@@ -198,17 +229,24 @@ impl Backend for MmapBackend {
 fn copy_checked(f: &MappedFile, r: &Read, start: u64, dst: &mut [u8]) -> Result<(), ReadError> {
     let end = start.checked_add(dst.len() as u64);
     let valid = f.bound.valid_len();
-    if end.map_or(true, |end| end > valid.load(Ordering::Relaxed)) {
-        return Err(bound_error(f, r));
-    }
+    let end = match end {
+        Some(end) if end <= valid.load(Ordering::Relaxed) => end,
+        _ => return Err(bound_error(f, r)),
+    };
     let map = f.map.as_ref().expect("a non-empty bound implies a map");
     // SAFETY: start + dst.len() <= valid_len <= mapped length, so the source range lies inside
     // the map, which lives as long as `f`; dst is a distinct buffer.
-    unsafe { std::ptr::copy_nonoverlapping(map.as_ptr().add(start as usize), dst.as_mut_ptr(), dst.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            map.as_ptr().add(start as usize),
+            dst.as_mut_ptr(),
+            dst.len(),
+        )
+    };
     // The copy must not be moved past the re-check: a fault during the copy lowers the bound
     // from the signal handler on this thread.
     compiler_fence(Ordering::SeqCst);
-    if end.is_some_and(|end| end > valid.load(Ordering::SeqCst)) {
+    if end > valid.load(Ordering::SeqCst) {
         return Err(bound_error(f, r));
     }
     Ok(())
@@ -223,7 +261,11 @@ fn bound_error(f: &MappedFile, r: &Read) -> ReadError {
     } else {
         ReadErrorKind::Os(libc::EIO)
     };
-    ReadError { file: r.file, offset: r.offset, kind }
+    ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind,
+    }
 }
 
 fn copy_sample(f: &MappedFile, r: &Read) -> Result<Sample, ReadError> {
@@ -234,9 +276,17 @@ fn copy_sample(f: &MappedFile, r: &Read) -> Result<Sample, ReadError> {
 
 /// Copies the aligned block(s) around the sample, cut at the end of the file (like a read that
 /// stops at EOF), as long as the sample itself is inside.
-fn copy_block(f: &MappedFile, r: &Read, unit: u32, buf: &mut AlignedBuf) -> Result<Sample, ReadError> {
-    let range = align::block_range(r.offset, unit)
-        .ok_or(ReadError { file: r.file, offset: r.offset, kind: ReadErrorKind::Os(libc::EINVAL) })?;
+fn copy_block(
+    f: &MappedFile,
+    r: &Read,
+    unit: u32,
+    buf: &mut AlignedBuf,
+) -> Result<Sample, ReadError> {
+    let range = align::block_range(r.offset, unit).ok_or(ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind: ReadErrorKind::Os(libc::EINVAL),
+    })?;
     let valid = f.bound.valid_len().load(Ordering::Relaxed);
     let len = (range.len as u64).min(valid.saturating_sub(range.start)) as usize;
     if !range.covers_sample(len) {
@@ -245,5 +295,7 @@ fn copy_block(f: &MappedFile, r: &Read, unit: u32, buf: &mut AlignedBuf) -> Resu
     let span = &mut buf.as_mut_slice()[..len];
     copy_checked(f, r, range.start, span)?;
     let pos = range.sample_pos as usize;
-    Ok(span[pos..pos + SAMPLE_LEN].try_into().expect("32-byte slice"))
+    Ok(span[pos..pos + SAMPLE_LEN]
+        .try_into()
+        .expect("32-byte slice"))
 }

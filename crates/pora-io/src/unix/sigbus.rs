@@ -80,7 +80,11 @@ pub(crate) fn register(start: *const u8, len: usize) -> Result<Registration, Str
     install()?;
     let slot = SLOTS
         .iter()
-        .find(|s| s.state.compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+        .find(|s| {
+            s.state
+                .compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })
         .ok_or_else(|| format!("more than {SLOT_COUNT} files are mapped at once"))?;
     slot.start.store(start as usize, Ordering::Relaxed);
     slot.len.store(len, Ordering::Relaxed);
@@ -91,7 +95,11 @@ pub(crate) fn register(start: *const u8, len: usize) -> Result<Registration, Str
 }
 
 fn install() -> Result<(), String> {
-    PREVIOUS.get_or_init(install_once).as_ref().map(|_| ()).map_err(Clone::clone)
+    PREVIOUS
+        .get_or_init(install_once)
+        .as_ref()
+        .map(|_| ())
+        .map_err(Clone::clone)
 }
 
 fn install_once() -> Result<libc::sigaction, String> {
@@ -113,7 +121,10 @@ fn install_once() -> Result<libc::sigaction, String> {
     // registered before this returns, so no fault of ours can happen meanwhile.
     let rc = unsafe { libc::sigaction(libc::SIGBUS, &ours, &mut previous) };
     if rc != 0 {
-        return Err(format!("cannot install the SIGBUS handler: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "cannot install the SIGBUS handler: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(previous)
 }
@@ -135,12 +146,17 @@ fn contain(addr: usize) -> bool {
             continue;
         }
         let start = slot.start.load(Ordering::Relaxed);
-        let mapped_end = start + slot.len.load(Ordering::Relaxed).next_multiple_of(page_bytes);
+        let mapped_end = start
+            + slot
+                .len
+                .load(Ordering::Relaxed)
+                .next_multiple_of(page_bytes);
         if addr < start || addr >= mapped_end {
             continue;
         }
         let page = addr - addr % page_bytes;
-        slot.valid_len.fetch_min((page - start) as u64, Ordering::SeqCst);
+        slot.valid_len
+            .fetch_min((page - start) as u64, Ordering::SeqCst);
         // SAFETY: the page lies inside a read-only map that pora owns and that stays mapped while
         // registered; replacing it with an anonymous read-only page changes only what it reads as.
         let patched = unsafe {

@@ -12,6 +12,7 @@ use crate::{
 };
 use io_uring::{opcode, types, IoUring};
 use std::fs::File;
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -209,8 +210,9 @@ struct UringBackend {
     files: Vec<File>,
     unit: Option<u32>,
     resume_align: u32,
-    /// `slots.len()` buffers of `slot_bytes` each.
-    arena: AlignedBuf,
+    /// `slots.len()` buffers of `slot_bytes` each; freed by `Drop` only once no read is in
+    /// flight (leaked otherwise).
+    arena: ManuallyDrop<AlignedBuf>,
     slot_bytes: usize,
     fixed_buffers: bool,
     /// Use an IORING_OP_TIMEOUT entry for deadlines (kernels without IORING_FEAT_EXT_ARG).
@@ -265,7 +267,7 @@ impl UringBackend {
             files,
             unit: factory.unit,
             resume_align: factory.resume_align,
-            arena,
+            arena: ManuallyDrop::new(arena),
             slot_bytes,
             fixed_buffers,
             timeout_entries,
@@ -434,6 +436,30 @@ impl UringBackend {
     }
 }
 
+impl Drop for UringBackend {
+    /// The kernel may still be writing into the arena for reads in flight: wait for every one of
+    /// them before the arena is freed (leak the arena instead if waiting fails).
+    fn drop(&mut self) {
+        let mut outstanding = self.slots.len() - self.free.len() - self.queued.len();
+        while outstanding > 0 {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                // The kernel may still write into the arena: leak it rather than free it.
+                Err(_) => return,
+            }
+            let finished = self
+                .ring
+                .completion()
+                .filter(|c| c.user_data() != TIMEOUT_USER_DATA)
+                .count();
+            outstanding = outstanding.saturating_sub(finished);
+        }
+        // SAFETY: no read is in flight any more, and the arena is not used after this.
+        unsafe { ManuallyDrop::drop(&mut self.arena) }
+    }
+}
+
 fn enter_error(source: std::io::Error) -> IoError {
     IoError::Os {
         what: "io_uring_enter",
@@ -464,8 +490,8 @@ fn register_arena(ring: &IoUring, arena: &AlignedBuf) -> bool {
         iov_base: arena.as_ptr() as *mut libc::c_void,
         iov_len: arena.len(),
     };
-    // SAFETY: the arena outlives the ring (both are fields of one backend, and the ring is
-    // dropped first — see the field order of UringBackend) and is never freed while registered.
+    // SAFETY: the arena lives in the same backend as the ring and is freed only by the backend's
+    // Drop once no read is in flight; afterwards the ring never touches it again.
     unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok()
 }
 
@@ -546,7 +572,8 @@ impl Backend for UringBackend {
         min_complete: usize,
         deadline: Option<Instant>,
     ) -> Result<usize, IoError> {
-        let min = min_complete.min(self.in_flight());
+        // Reads pushed but not submitted cannot complete: never wait for them.
+        let min = min_complete.min(self.in_flight() - self.queued.len());
         let mut reaped = self.ready.len();
         out.append(&mut self.ready);
         reaped += self.drain(out)?;
@@ -636,6 +663,26 @@ mod tests {
                 .unwrap(),
             0
         );
+    }
+
+    /// Dropping a backend with reads in flight waits for them (the kernel writes into the arena).
+    #[test]
+    fn drop_with_reads_in_flight() {
+        let bytes = vec![7u8; 1 << 20];
+        let Some((_file, mut backend)) = backend_over(&bytes, 32) else {
+            return;
+        };
+        for tag in 0..32u32 {
+            backend
+                .push(Read {
+                    tag,
+                    file: 0,
+                    offset: u64::from(tag) * 30_000,
+                })
+                .unwrap();
+        }
+        backend.submit().unwrap();
+        drop(backend);
     }
 
     #[test]

@@ -161,9 +161,30 @@ fn conformance(fx: &Fixture, method: Method, block_size: BlockSize) {
     assert_eq!(backend.capacity(), DEPTH);
     assert_eq!(backend.in_flight(), 0);
 
+    check_reap_before_submit(backend.as_mut(), fx);
     check_capacity_and_deadlines(backend.as_mut(), fx);
     check_random_reads(backend.as_mut(), fx, method);
     check_errors(backend.as_mut(), fx);
+    assert_eq!(backend.in_flight(), 0);
+}
+
+/// Reads pushed but not submitted are not waited for: reap returns at once without them.
+fn check_reap_before_submit(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
+    let mut out: Vec<Completion> = Vec::with_capacity(DEPTH);
+    backend
+        .push(Read {
+            tag: 1,
+            file: 0,
+            offset: 96,
+        })
+        .unwrap();
+    assert_eq!(backend.reap(&mut out, 1, None).unwrap(), 0);
+    assert_eq!(backend.in_flight(), 1);
+    backend.submit().unwrap();
+    while out.is_empty() {
+        backend.reap(&mut out, 1, None).unwrap();
+    }
+    assert_eq!(out[0].result.as_ref().unwrap(), &expected(fx, 0, 96));
     assert_eq!(backend.in_flight(), 0);
 }
 
@@ -501,15 +522,25 @@ fn direct_refusal_names_the_file_system() {
             eprintln!("SKIP {method}: {}", reason.0);
             continue;
         }
-        let config = IoConfig { method, ..IoConfig::default() };
+        let config = IoConfig {
+            method,
+            ..IoConfig::default()
+        };
         match pora_io::open(std::slice::from_ref(&path), &config) {
             Err(IoError::Unavailable { reason, .. }) => {
-                assert!(reason.contains("proc") && reason.contains("O_DIRECT"), "{reason}")
+                assert!(
+                    reason.contains("proc") && reason.contains("O_DIRECT"),
+                    "{reason}"
+                )
             }
             Err(e) => panic!("{method}: expected Unavailable, got {e}"),
             Ok(_) => eprintln!("SKIP {method} refusal: this kernel allows O_DIRECT on procfs"),
         }
     }
     let auto = pora_io::open(&[path], &IoConfig::default()).unwrap();
-    assert!(!auto.method().is_unbuffered(), "auto fell back to {}", auto.method());
+    assert!(
+        !auto.method().is_unbuffered(),
+        "auto fell back to {}",
+        auto.method()
+    );
 }

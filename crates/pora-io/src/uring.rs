@@ -257,7 +257,12 @@ impl UringBackend {
                 source,
             })?;
         let slot_bytes = factory.unit.map_or(SAMPLE_LEN, align::max_span);
-        let arena = AlignedBuf::new(slot_bytes * depth, factory.buf_align)?;
+        let arena_bytes = slot_bytes.checked_mul(depth).ok_or_else(|| {
+            IoError::Config(format!(
+                "{depth} read buffers of {slot_bytes} bytes do not fit in memory"
+            ))
+        })?;
+        let arena = AlignedBuf::new(arena_bytes, factory.buf_align)?;
         let fixed_buffers = register_arena(&ring, &arena);
         let timeout_entries = !ring.params().is_feature_ext_arg();
         let cq_entries = ring.params().cq_entries() as usize;

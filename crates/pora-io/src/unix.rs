@@ -10,7 +10,7 @@ mod mmap;
 #[cfg(target_os = "linux")]
 mod sigbus;
 
-pub use blockdev::logical_block_size;
+pub use blockdev::{logical_block_size, LogicalBlock};
 pub use mmap::LENGTH_CHECK_READS as MMAP_LENGTH_CHECK_READS;
 #[cfg(target_os = "linux")]
 pub use sigbus::faults_contained as mmap_faults_contained;

@@ -14,6 +14,7 @@
 //! A [`BackendFactory`] is opened once over all files of a mining run (read-only, always) and
 //! hands each worker thread its own [`Backend`]: per-worker handles, rings or ports.
 
+pub mod align;
 mod error;
 mod inline;
 mod method;

@@ -156,6 +156,14 @@ pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn Backe
     }
     match method {
         Method::Sim => crate::sim::open(paths, config),
+        // `auto` must not fail where a plain method works: O_DIRECT can be refused by the files'
+        // file system (overlayfs, procfs, old tmpfs), which only opening the files reveals.
+        _ if config.method == Method::Auto && method != Method::Pread => {
+            match platform_open(method, paths, config) {
+                Err(IoError::Unavailable { .. }) => platform_open(Method::Pread, paths, config),
+                other => other,
+            }
+        }
         _ => platform_open(method, paths, config),
     }
 }

@@ -1,16 +1,36 @@
 //! Synchronous Unix methods: `pread` (a buffered handle per worker, POSIX_FADV_RANDOM),
-//! `pread-shared` (one handle for all workers, es-node's way), `direct` (O_DIRECT) and `mmap`.
+//! `pread-shared` (one handle for all workers, es-node's way), `direct` (O_DIRECT, logical-block
+//! reads into an aligned buffer, per-worker handles) and `mmap` (see `unix/mmap.rs`).
+//!
+//! The three positional-read methods share one backend: they differ only in how the files are
+//! opened and in the unit one read moves (the 32-byte sample, or an aligned block).
 
+mod blockdev;
+mod mmap;
+#[cfg(target_os = "linux")]
+mod sigbus;
+
+pub use blockdev::logical_block_size;
+pub use mmap::LENGTH_CHECK_READS as MMAP_LENGTH_CHECK_READS;
+#[cfg(target_os = "linux")]
+pub use sigbus::faults_contained as mmap_faults_contained;
+
+use crate::align::{self, AlignedBuf};
 use crate::inline::InlineQueue;
-use crate::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
+use crate::{
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+pub(crate) use blockdev::open_direct;
+
 /// Opens `path` read-only; `O_DIRECT` when `direct`.
-pub(crate) fn open_read_only(path: &PathBuf, direct: bool) -> Result<File, IoError> {
+pub(crate) fn open_read_only(path: &Path, direct: bool) -> Result<File, IoError> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
@@ -18,7 +38,10 @@ pub(crate) fn open_read_only(path: &PathBuf, direct: bool) -> Result<File, IoErr
     if direct {
         opts.custom_flags(libc::O_DIRECT);
     }
-    let file = opts.open(path).map_err(|source| IoError::Open { path: path.clone(), source })?;
+    let file = opts.open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     #[cfg(target_os = "macos")]
     if direct {
         // SAFETY: fcntl on a valid, owned descriptor with integer arguments.
@@ -37,7 +60,36 @@ pub(crate) fn open_read_only(path: &PathBuf, direct: bool) -> Result<File, IoErr
 fn advise_random(file: &File) {
     // SAFETY: posix_fadvise on a valid descriptor; failure only loses a hint.
     unsafe {
-        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(file), 0, 0, libc::POSIX_FADV_RANDOM);
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(file),
+            0,
+            0,
+            libc::POSIX_FADV_RANDOM,
+        );
+    }
+}
+
+fn is_retryable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+    )
+}
+
+fn os_error(file: u32, offset: u64, e: &std::io::Error) -> ReadError {
+    ReadError {
+        file,
+        offset,
+        kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+/// The error for a read naming a file index the factory was not opened with.
+pub(crate) fn no_such_file(read: &Read) -> ReadError {
+    ReadError {
+        file: read.file,
+        offset: read.offset,
+        kind: ReadErrorKind::Os(libc::EBADF),
     }
 }
 
@@ -51,34 +103,153 @@ pub(crate) fn pread_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sa
                 return Err(ReadError {
                     file: file_idx,
                     offset,
-                    kind: ReadErrorKind::ShortRead { got: got as u32, wanted: SAMPLE_LEN as u32 },
+                    kind: ReadErrorKind::ShortRead {
+                        got: got as u32,
+                        wanted: SAMPLE_LEN as u32,
+                    },
                 })
             }
             Ok(n) => got += n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock) => {}
-            Err(e) => {
-                return Err(ReadError { file: file_idx, offset, kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)) })
-            }
+            Err(e) if is_retryable(&e) => {}
+            Err(e) => return Err(os_error(file_idx, offset, &e)),
         }
     }
     Ok(buf)
 }
 
-pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+/// Reads the `unit`-aligned block(s) around the sample at `offset` into `buf` and returns the
+/// sample. `resume_align` is the granularity at which a partial read may be continued (the
+/// logical block for O_DIRECT, 1 for buffered files; a power of two); a read that stops elsewhere, or returns 0,
+/// has hit the end of the file. Succeeds when the bytes read cover the sample.
+pub(crate) fn pread_block(
+    file: &File,
+    file_idx: u32,
+    offset: u64,
+    unit: u32,
+    resume_align: usize,
+    buf: &mut AlignedBuf,
+) -> Result<Sample, ReadError> {
+    let range = align::block_range(offset, unit).ok_or(ReadError {
+        file: file_idx,
+        offset,
+        kind: ReadErrorKind::Os(libc::EINVAL),
+    })?;
+    let span = &mut buf.as_mut_slice()[..range.len as usize];
+    let mut got = 0usize;
+    while got < span.len() {
+        match file.read_at(&mut span[got..], range.start + got as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                got += n;
+                if got & (resume_align - 1) != 0 {
+                    break;
+                }
+            }
+            Err(e) if is_retryable(&e) => {}
+            Err(e) => return Err(os_error(file_idx, offset, &e)),
+        }
+    }
+    if !range.covers_sample(got) {
+        return Err(ReadError {
+            file: file_idx,
+            offset,
+            kind: ReadErrorKind::ShortRead {
+                got: got as u32,
+                wanted: range.len,
+            },
+        });
+    }
+    let pos = range.sample_pos as usize;
+    Ok(span[pos..pos + SAMPLE_LEN]
+        .try_into()
+        .expect("32-byte slice"))
+}
+
+pub(crate) fn open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     match method {
         Method::Pread | Method::PreadShared => {
-            if config.block_size != crate::BlockSize::Natural {
-                return Err(IoError::Config(format!("method {method} reads exactly one sample; --block-size needs a block method")));
-            }
-            let shared = if method == Method::PreadShared { Some(open_all(paths, false)?) } else { None };
-            Ok(Arc::new(PreadFactory { method, paths: paths.to_vec(), shared }))
+            let unit = match config.block_size {
+                BlockSize::Natural => None,
+                bs => Some(align::read_unit(bs, None)?),
+            };
+            let shared = if method == Method::PreadShared {
+                Some(open_all(paths, false)?)
+            } else {
+                None
+            };
+            let unit = unit.map(|u| ReadUnit {
+                unit: u,
+                resume_align: 1,
+                buf_align: 64,
+            });
+            Ok(Arc::new(PreadFactory {
+                method,
+                paths: paths.to_vec(),
+                shared,
+                unit,
+            }))
         }
-        _ => Err(IoError::Unavailable { method: method.name(), reason: "not implemented yet".into() }),
+        Method::Direct => open_direct_factory(paths, config),
+        Method::Mmap => mmap::open(paths, config),
+        _ => Err(IoError::Unavailable {
+            method: method.name(),
+            reason: "not a synchronous Unix method".into(),
+        }),
     }
 }
 
+/// Opens every file with O_DIRECT once to learn (and check) the logical block size; workers
+/// open their own handles.
+fn open_direct_factory(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
+    let mut logical = 0u32;
+    for path in paths {
+        let file = open_direct(path, Method::Direct.name())?;
+        logical = logical.max(logical_block_size(&file).bytes);
+    }
+    let unit = align::read_unit(config.block_size, Some(logical))?;
+    let unit = ReadUnit {
+        unit,
+        resume_align: logical as usize,
+        buf_align: (logical as usize).max(4096),
+    };
+    Ok(Arc::new(PreadFactory {
+        method: Method::Direct,
+        paths: paths.to_vec(),
+        shared: None,
+        unit: Some(unit),
+    }))
+}
+
 fn open_all(paths: &[PathBuf], direct: bool) -> Result<Arc<Vec<File>>, IoError> {
-    Ok(Arc::new(paths.iter().map(|p| open_read_only(p, direct)).collect::<Result<Vec<_>, _>>()?))
+    let files = paths
+        .iter()
+        .map(|p| {
+            if direct {
+                open_direct(p, Method::Direct.name())
+            } else {
+                open_read_only(p, false)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(files))
+}
+
+/// How one positional read moves bytes when it reads blocks rather than exactly the sample.
+#[derive(Clone, Copy, Debug)]
+struct ReadUnit {
+    /// Bytes per block.
+    unit: u32,
+    /// Where a partial read may be continued (the logical block for O_DIRECT).
+    resume_align: usize,
+    /// Alignment of the worker's buffer in memory.
+    buf_align: usize,
 }
 
 struct PreadFactory {
@@ -86,6 +257,8 @@ struct PreadFactory {
     paths: Vec<PathBuf>,
     /// `Some` for pread-shared: every worker uses these handles.
     shared: Option<Arc<Vec<File>>>,
+    /// `None`: read exactly the 32 sample bytes.
+    unit: Option<ReadUnit>,
 }
 
 impl BackendFactory for PreadFactory {
@@ -93,17 +266,39 @@ impl BackendFactory for PreadFactory {
         self.method
     }
     fn describe(&self) -> String {
-        match self.shared {
-            Some(_) => "pread-shared: one buffered handle per file shared by all workers".into(),
-            None => "pread: one buffered handle per file per worker, POSIX_FADV_RANDOM".into(),
+        let unit = match self.unit {
+            None => "32-byte reads".to_string(),
+            Some(u) => format!("{}-byte aligned block reads", u.unit),
+        };
+        match (self.method, &self.shared) {
+            (Method::Direct, _) => format!(
+                "direct: O_DIRECT, one handle per file per worker, {unit} (logical block {} bytes)",
+                self.unit.map_or(0, |u| u.resume_align)
+            ),
+            (_, Some(_)) => {
+                format!("pread-shared: one buffered handle per file shared by all workers, {unit}")
+            }
+            (_, None) => {
+                format!("pread: one buffered handle per file per worker, POSIX_FADV_RANDOM, {unit}")
+            }
         }
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let files = match &self.shared {
             Some(files) => files.clone(),
-            None => open_all(&self.paths, false)?,
+            None => open_all(&self.paths, self.method == Method::Direct)?,
         };
-        Ok(Box::new(PreadBackend { method: self.method, files, queue: InlineQueue::new(depth.max(1)) }))
+        // Reads complete one at a time inside `submit`, so one buffer serves the whole depth.
+        let block = match self.unit {
+            Some(u) => Some((u, AlignedBuf::new(align::max_span(u.unit), u.buf_align)?)),
+            None => None,
+        };
+        Ok(Box::new(PreadBackend {
+            method: self.method,
+            files,
+            queue: InlineQueue::new(depth.max(1)),
+            block,
+        }))
     }
 }
 
@@ -111,6 +306,8 @@ struct PreadBackend {
     method: Method,
     files: Arc<Vec<File>>,
     queue: InlineQueue,
+    /// The read unit and the worker's buffer, for block reads.
+    block: Option<(ReadUnit, AlignedBuf)>,
 }
 
 impl Backend for PreadBackend {
@@ -128,9 +325,21 @@ impl Backend for PreadBackend {
     }
     fn submit(&mut self) -> Result<(), IoError> {
         let files = &self.files;
-        self.queue.submit_with(|r| pread_sample(&files[r.file as usize], r.file, r.offset))
+        let block = &mut self.block;
+        self.queue.submit_with(|r| {
+            let file = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
+            match block {
+                None => pread_sample(file, r.file, r.offset),
+                Some((u, buf)) => pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf),
+            }
+        })
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, _min: usize, _deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         Ok(self.queue.reap(out))
     }
 }

@@ -1,14 +1,697 @@
-//! io_uring methods (`uring`, `uring-direct`), Linux only.
+//! io_uring methods (`uring`, `uring-direct`), Linux only: one ring per worker sized to its
+//! depth, registered files, reads into one buffer arena allocated once per worker and registered
+//! with the ring (READ_FIXED) when the locked-memory limit allows, batched submission (every
+//! queued SQE, then one `io_uring_enter`) and batched reaping with a deadline (`EXT_ARG` timeout,
+//! or an `IORING_OP_TIMEOUT` entry on kernels without it).
 
-use crate::{BackendFactory, IoConfig, IoError, Method};
+use crate::align::{self, AlignedBuf, BlockRange};
+use crate::unix::{logical_block_size, no_such_file, open_direct, open_read_only};
+use crate::{
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    ReadError, ReadErrorKind, SAMPLE_LEN,
+};
+use io_uring::{opcode, types, IoUring};
+use std::fs::File;
+use std::mem::ManuallyDrop;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-/// Whether io_uring can be used here; the reason when not.
+/// `user_data` of timeout entries (slot ids are below 2^32).
+const TIMEOUT_USER_DATA: u64 = u64::MAX;
+/// io_uring's limit on submission queue entries (IORING_MAX_ENTRIES).
+const MAX_RING_ENTRIES: usize = 32768;
+/// A single registered buffer may not exceed 1 GiB.
+const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
+
+/// Whether io_uring can be used here; the reason when not. Probed once per process.
 pub fn probe() -> Result<(), String> {
-    Err("not implemented yet".into())
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBE.get_or_init(probe_uncached).clone()
 }
 
-pub(crate) fn open(_method: Method, _paths: &[PathBuf], _config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
-    Err(IoError::Unavailable { method: "uring", reason: "not implemented yet".into() })
+fn probe_uncached() -> Result<(), String> {
+    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .and_then(|s| s.trim().parse::<u8>().ok())
+        .unwrap_or(0);
+    if disabled == 2 {
+        return Err(
+            "io_uring is disabled system-wide (sysctl kernel.io_uring_disabled = 2)".into(),
+        );
+    }
+    let ring = IoUring::new(8).map_err(|e| setup_failure_reason(&e, disabled))?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe).map_err(|e| {
+        format!(
+            "the kernel cannot list its io_uring opcodes ({e}): older than 5.6, which pora needs"
+        )
+    })?;
+    let needed = [
+        (opcode::Read::CODE, "READ"),
+        (opcode::ReadFixed::CODE, "READ_FIXED"),
+        (opcode::Timeout::CODE, "TIMEOUT"),
+    ];
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|(code, _)| !probe.is_supported(*code))
+        .map(|(_, name)| *name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the kernel's io_uring lacks opcodes {}",
+            missing.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A human reason for a failed `io_uring_setup`.
+fn setup_failure_reason(e: &std::io::Error, disabled: u8) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "io_uring_setup is not implemented (ENOSYS): kernel older than 5.1 \
+                              or built without CONFIG_IO_URING"
+            .into(),
+        Some(libc::EPERM) if disabled == 1 => {
+            let group = std::fs::read_to_string("/proc/sys/kernel/io_uring_group")
+                .map(|g| g.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            format!(
+                "io_uring is restricted (sysctl kernel.io_uring_disabled = 1) and this process is \
+                 neither privileged nor in group kernel.io_uring_group (gid {group})"
+            )
+        }
+        Some(libc::EPERM) => "io_uring_setup was refused (EPERM): blocked by a seccomp filter (a \
+                             container's default profile?) or a security module"
+            .into(),
+        Some(libc::ENOMEM) => "io_uring_setup failed (ENOMEM): locked-memory limit too low \
+                              (ulimit -l; kernels before 5.12 charge rings to it)"
+            .into(),
+        _ => format!("io_uring_setup failed: {e}"),
+    }
+}
+
+pub(crate) fn open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
+    let direct = method == Method::UringDirect;
+    let (unit, resume_align, buf_align) = if direct {
+        let mut logical = 0u32;
+        for path in paths {
+            let file = open_direct(path, method.name())?;
+            logical = logical.max(logical_block_size(&file).bytes);
+        }
+        let unit = align::read_unit(config.block_size, Some(logical))?;
+        (Some(unit), logical, (logical as usize).max(4096))
+    } else {
+        let unit = match config.block_size {
+            BlockSize::Natural => None,
+            bs => Some(align::read_unit(bs, None)?),
+        };
+        (unit, 1, 64)
+    };
+    Ok(Arc::new(UringFactory {
+        method,
+        paths: paths.to_vec(),
+        unit,
+        resume_align,
+        buf_align,
+        fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+    }))
+}
+
+const FIXED_UNKNOWN: u8 = 0;
+const FIXED_YES: u8 = 1;
+const FIXED_NO: u8 = 2;
+
+struct UringFactory {
+    method: Method,
+    paths: Vec<PathBuf>,
+    /// `None`: read exactly the 32 sample bytes (buffered only).
+    unit: Option<u32>,
+    /// Granularity at which a partial read may be resumed (the logical block for O_DIRECT).
+    resume_align: u32,
+    buf_align: usize,
+    /// Whether the last worker could register its buffers (for `describe`).
+    fixed_buffers: AtomicU8,
+}
+
+impl BackendFactory for UringFactory {
+    fn method(&self) -> Method {
+        self.method
+    }
+
+    fn describe(&self) -> String {
+        let unit = match self.unit {
+            None => "32-byte reads".to_string(),
+            Some(u) => format!("{u}-byte aligned block reads"),
+        };
+        let buffers = match self.fixed_buffers.load(Ordering::Relaxed) {
+            FIXED_YES => "registered buffers (READ_FIXED)",
+            FIXED_NO => "unregistered buffers (registration refused: ulimit -l?)",
+            _ => "registered buffers when the memlock limit allows",
+        };
+        let direct = if self.method == Method::UringDirect {
+            format!("O_DIRECT (logical block {} bytes), ", self.resume_align)
+        } else {
+            "buffered, ".to_string()
+        };
+        format!(
+            "{}: io_uring, {direct}one ring per worker, registered files, {buffers}, {unit}",
+            self.method
+        )
+    }
+
+    fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
+        let backend = UringBackend::new(self, depth.max(1))?;
+        let fixed = if backend.fixed_buffers {
+            FIXED_YES
+        } else {
+            FIXED_NO
+        };
+        self.fixed_buffers.store(fixed, Ordering::Relaxed);
+        Ok(Box::new(backend))
+    }
+}
+
+/// One read in flight: what was asked and how much has arrived.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tag: u32,
+    file: u32,
+    offset: u64,
+    range: BlockRange,
+    /// Bytes of `range` read so far (a short read is resumed from here).
+    got: u32,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        tag: 0,
+        file: 0,
+        offset: 0,
+        range: BlockRange {
+            start: 0,
+            len: 0,
+            sample_pos: 0,
+        },
+        got: 0,
+    };
+}
+
+struct UringBackend {
+    method: Method,
+    ring: IoUring,
+    /// Keeps the registered descriptors open.
+    files: Vec<File>,
+    unit: Option<u32>,
+    resume_align: u32,
+    /// `slots.len()` buffers of `slot_bytes` each; freed by `Drop` only once no read is in
+    /// flight (leaked otherwise).
+    arena: ManuallyDrop<AlignedBuf>,
+    slot_bytes: usize,
+    fixed_buffers: bool,
+    /// Use an IORING_OP_TIMEOUT entry for deadlines (kernels without IORING_FEAT_EXT_ARG).
+    timeout_entries: bool,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Pushed, not yet in the submission queue.
+    queued: Vec<u32>,
+    /// Completions found while submitting, handed out by the next `reap`.
+    ready: Vec<Completion>,
+    /// CQEs copied out of the completion queue before processing: (user_data, result).
+    cqe_scratch: Vec<(u64, i32)>,
+}
+
+impl UringBackend {
+    fn new(factory: &UringFactory, depth: usize) -> Result<UringBackend, IoError> {
+        if depth >= MAX_RING_ENTRIES {
+            return Err(IoError::Config(format!(
+                "depth {depth} is too deep for one io_uring ring (at most {})",
+                MAX_RING_ENTRIES - 1
+            )));
+        }
+        let entries = (depth + 1).next_power_of_two() as u32;
+        let ring = build_ring(entries, factory.method)?;
+        let direct = factory.method == Method::UringDirect;
+        let files = factory
+            .paths
+            .iter()
+            .map(|p| {
+                if direct {
+                    open_direct(p, factory.method.name())
+                } else {
+                    open_read_only(p, false)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        ring.submitter()
+            .register_files(&fds)
+            .map_err(|source| IoError::Os {
+                what: "io_uring: registering the files",
+                source,
+            })?;
+        let slot_bytes = factory.unit.map_or(SAMPLE_LEN, align::max_span);
+        let arena_bytes = slot_bytes.checked_mul(depth).ok_or_else(|| {
+            IoError::Config(format!(
+                "{depth} read buffers of {slot_bytes} bytes do not fit in memory"
+            ))
+        })?;
+        let arena = AlignedBuf::new(arena_bytes, factory.buf_align)?;
+        let fixed_buffers = register_arena(&ring, &arena);
+        let timeout_entries = !ring.params().is_feature_ext_arg();
+        let cq_entries = ring.params().cq_entries() as usize;
+        Ok(UringBackend {
+            method: factory.method,
+            ring,
+            files,
+            unit: factory.unit,
+            resume_align: factory.resume_align,
+            arena: ManuallyDrop::new(arena),
+            slot_bytes,
+            fixed_buffers,
+            timeout_entries,
+            slots: vec![Slot::EMPTY; depth],
+            free: (0..depth as u32).rev().collect(),
+            queued: Vec::with_capacity(depth),
+            ready: Vec::with_capacity(depth),
+            cqe_scratch: Vec::with_capacity(cq_entries),
+        })
+    }
+
+    /// The byte range one read of the sample at `offset` moves.
+    fn range_for(&self, offset: u64) -> Option<BlockRange> {
+        match self.unit {
+            None => {
+                offset.checked_add(SAMPLE_LEN as u64)?;
+                Some(BlockRange {
+                    start: offset,
+                    len: SAMPLE_LEN as u32,
+                    sample_pos: 0,
+                })
+            }
+            Some(unit) => align::block_range(offset, unit),
+        }
+    }
+
+    /// Puts slot `id`'s (remaining) read into the submission queue, entering the kernel first if
+    /// the queue is full (it cannot be while the ring has room for depth + 1 entries).
+    fn push_entry(&mut self, id: u32) -> Result<(), IoError> {
+        let slot = self.slots[id as usize];
+        // SAFETY: slot `id`'s buffer lies inside the arena (id < depth), which lives as long as
+        // the ring; `got < range.len <= slot_bytes`, so [buf, buf + len) stays in the slot.
+        let buf = unsafe {
+            self.arena
+                .as_mut_ptr()
+                .add(id as usize * self.slot_bytes + slot.got as usize)
+        };
+        let len = slot.range.len - slot.got;
+        let offset = slot.range.start + u64::from(slot.got);
+        let fd = types::Fixed(slot.file);
+        let entry = if self.fixed_buffers {
+            opcode::ReadFixed::new(fd, buf, len, 0)
+                .offset(offset)
+                .build()
+        } else {
+            opcode::Read::new(fd, buf, len).offset(offset).build()
+        };
+        let entry = entry.user_data(u64::from(id));
+        loop {
+            // SAFETY: the buffer stays valid and untouched until the slot's CQE is processed.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return Ok(());
+            }
+            self.enter(0, None)?;
+        }
+    }
+
+    /// One `io_uring_enter`: submits the queue and waits for `want` completions or `timeout`.
+    /// EINTR, EAGAIN and EBUSY (completion queue full) are retried; a timeout is not an error.
+    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<(), IoError> {
+        loop {
+            let result = match timeout {
+                Some(t) if !self.timeout_entries => {
+                    let ts = types::Timespec::from(t);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(want, &args)
+                }
+                Some(t) => {
+                    let ts = types::Timespec::from(t);
+                    let entry = opcode::Timeout::new(&ts)
+                        .count(want as u32)
+                        .build()
+                        .user_data(TIMEOUT_USER_DATA);
+                    // SAFETY: the kernel copies the timespec while preparing the entry, inside
+                    // the submit below, while `ts` is alive.
+                    if unsafe { self.ring.submission().push(&entry) }.is_err() {
+                        self.ring.submit().map_err(enter_error)?;
+                        continue;
+                    }
+                    self.ring.submit_and_wait(want)
+                }
+                None => self.ring.submit_and_wait(want),
+            };
+            match result {
+                Ok(_) => return Ok(()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::ETIME) => return Ok(()),
+                    // Interrupted while waiting with a deadline: let the caller re-check it.
+                    Some(libc::EINTR) if timeout.is_some() => return Ok(()),
+                    Some(libc::EINTR) => continue,
+                    // Out of resources or the completion queue overflowed: completions must be
+                    // consumed first; the caller drains and calls again.
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(()),
+                    _ => return Err(enter_error(e)),
+                },
+            }
+        }
+    }
+
+    /// Processes every CQE in the completion queue: finished reads are appended to `out`,
+    /// retryable errors and resumable short reads are queued again. Returns how many finished.
+    fn drain(&mut self, out: &mut Vec<Completion>) -> Result<usize, IoError> {
+        self.cqe_scratch.clear();
+        self.cqe_scratch
+            .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        let mut finished = 0;
+        for i in 0..self.cqe_scratch.len() {
+            let (user_data, res) = self.cqe_scratch[i];
+            if user_data == TIMEOUT_USER_DATA {
+                continue;
+            }
+            let id = user_data as u32;
+            match self.on_result(id, res) {
+                Some(result) => {
+                    out.push(Completion {
+                        tag: self.slots[id as usize].tag,
+                        result,
+                    });
+                    self.free.push(id);
+                    finished += 1;
+                }
+                None => self.push_entry(id)?,
+            }
+        }
+        Ok(finished)
+    }
+
+    /// The outcome of a CQE for slot `id`, or `None` when the read must be issued again.
+    fn on_result(&mut self, id: u32, res: i32) -> Option<Result<crate::Sample, ReadError>> {
+        let resume_align = self.resume_align;
+        let slot = &mut self.slots[id as usize];
+        let error = |kind| {
+            Some(Err(ReadError {
+                file: slot.file,
+                offset: slot.offset,
+                kind,
+            }))
+        };
+        if res < 0 {
+            return match -res {
+                libc::EINTR | libc::EAGAIN => None,
+                errno => error(ReadErrorKind::Os(errno)),
+            };
+        }
+        slot.got += res as u32;
+        if slot.range.covers_sample(slot.got as usize) {
+            let at = id as usize * self.slot_bytes + slot.range.sample_pos as usize;
+            let bytes = &self.arena.as_slice()[at..at + SAMPLE_LEN];
+            return Some(Ok(bytes.try_into().expect("32-byte slice")));
+        }
+        if res == 0 || slot.got >= slot.range.len || slot.got & (resume_align - 1) != 0 {
+            return error(ReadErrorKind::ShortRead {
+                got: slot.got,
+                wanted: slot.range.len,
+            });
+        }
+        None
+    }
+
+    /// Hands queued reads and re-issued ones to the kernel without waiting.
+    fn flush(&mut self) -> Result<(), IoError> {
+        if !self.ring.submission().is_empty() {
+            self.enter(0, None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for UringBackend {
+    /// The kernel may still be writing into the arena for reads in flight: wait for every one of
+    /// them before the arena is freed (leak the arena instead if waiting fails).
+    fn drop(&mut self) {
+        let mut outstanding = self.slots.len() - self.free.len() - self.queued.len();
+        while outstanding > 0 {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                // The kernel may still write into the arena: leak it rather than free it.
+                Err(_) => return,
+            }
+            let finished = self
+                .ring
+                .completion()
+                .filter(|c| c.user_data() != TIMEOUT_USER_DATA)
+                .count();
+            outstanding = outstanding.saturating_sub(finished);
+        }
+        // SAFETY: no read is in flight any more, and the arena is not used after this.
+        unsafe { ManuallyDrop::drop(&mut self.arena) }
+    }
+}
+
+fn enter_error(source: std::io::Error) -> IoError {
+    IoError::Os {
+        what: "io_uring_enter",
+        source,
+    }
+}
+
+/// A ring with `entries` submission entries; cooperative task running where supported (fewer
+/// interrupts: completions are run when this thread next enters the kernel).
+fn build_ring(entries: u32, method: Method) -> Result<IoUring, IoError> {
+    IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+        .map_err(|e| IoError::Unavailable {
+            method: method.name(),
+            reason: setup_failure_reason(&e, 0),
+        })
+}
+
+/// Registers the whole arena as fixed buffer 0; `false` if the kernel refuses (RLIMIT_MEMLOCK).
+fn register_arena(ring: &IoUring, arena: &AlignedBuf) -> bool {
+    if arena.len() > MAX_FIXED_BUFFER_BYTES {
+        return false;
+    }
+    let iov = libc::iovec {
+        iov_base: arena.as_ptr() as *mut libc::c_void,
+        iov_len: arena.len(),
+    };
+    // SAFETY: the arena lives in the same backend as the ring and is freed only by the backend's
+    // Drop once no read is in flight; afterwards the ring never touches it again.
+    unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok()
+}
+
+impl Backend for UringBackend {
+    fn method(&self) -> Method {
+        self.method
+    }
+
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.slots.len() - self.free.len() + self.ready.len()
+    }
+
+    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+        if self.in_flight() >= self.capacity() {
+            return Err(QueueFull);
+        }
+        let Some(range) = self
+            .range_for(read.offset)
+            .filter(|_| (read.file as usize) < self.files.len())
+        else {
+            // Unreadable requests complete at once with their error, still through `reap`.
+            let error = if (read.file as usize) < self.files.len() {
+                ReadError {
+                    file: read.file,
+                    offset: read.offset,
+                    kind: ReadErrorKind::Os(libc::EINVAL),
+                }
+            } else {
+                no_such_file(&read)
+            };
+            self.ready.push(Completion {
+                tag: read.tag,
+                result: Err(error),
+            });
+            return Ok(());
+        };
+        let id = self
+            .free
+            .pop()
+            .expect("a free slot when in_flight < capacity");
+        self.slots[id as usize] = Slot {
+            tag: read.tag,
+            file: read.file,
+            offset: read.offset,
+            range,
+            got: 0,
+        };
+        self.queued.push(id);
+        Ok(())
+    }
+
+    fn submit(&mut self) -> Result<(), IoError> {
+        for i in 0..self.queued.len() {
+            let id = self.queued[i];
+            self.push_entry(id)?;
+        }
+        self.queued.clear();
+        // Resubmit until the kernel has taken every entry (EAGAIN/EBUSY leave some behind).
+        while !self.ring.submission().is_empty() {
+            self.enter(0, None)?;
+            if !self.ring.submission().is_empty() {
+                let mut ready = std::mem::take(&mut self.ready);
+                let drained = self.drain(&mut ready);
+                self.ready = ready;
+                drained?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min_complete: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
+        // Reads pushed but not submitted cannot complete: never wait for them.
+        let min = min_complete.min(self.in_flight() - self.queued.len());
+        let mut reaped = self.ready.len();
+        out.append(&mut self.ready);
+        reaped += self.drain(out)?;
+        if reaped == 0 && min == 0 {
+            // A poll: completions waiting as task work are posted only when we enter the kernel.
+            self.enter(0, None)?;
+            reaped += self.drain(out)?;
+        }
+        while reaped < min {
+            let timeout = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => break,
+                },
+            };
+            self.enter(min - reaped, timeout)?;
+            reaped += self.drain(out)?;
+        }
+        self.flush()?;
+        Ok(reaped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn backend_over(bytes: &[u8], depth: usize) -> Option<(tempfile::NamedTempFile, UringBackend)> {
+        if let Err(reason) = probe() {
+            eprintln!("SKIP uring: {reason}");
+            return None;
+        }
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(bytes).unwrap();
+        let paths = vec![file.path().to_path_buf()];
+        let factory = UringFactory {
+            method: Method::Uring,
+            paths,
+            unit: None,
+            resume_align: 1,
+            buf_align: 64,
+            fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+        };
+        let backend = UringBackend::new(&factory, depth).unwrap();
+        Some((file, backend))
+    }
+
+    /// The IORING_OP_TIMEOUT path (kernels before 5.11) reads correctly and honours deadlines.
+    #[test]
+    fn timeout_entries_path_works() {
+        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+        let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
+            return;
+        };
+        backend.timeout_entries = true;
+        let mut out = Vec::with_capacity(8);
+        for tag in 0..8u32 {
+            backend
+                .push(Read {
+                    tag,
+                    file: 0,
+                    offset: u64::from(tag) * 4000,
+                })
+                .unwrap();
+        }
+        backend.submit().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while out.len() < 8 && Instant::now() < deadline {
+            backend.reap(&mut out, 8, Some(deadline)).unwrap();
+        }
+        assert_eq!(out.len(), 8);
+        for c in out {
+            let at = c.tag as usize * 4000;
+            assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
+        }
+        // Nothing in flight: a deadline wait returns at once with nothing.
+        let mut none = Vec::new();
+        assert_eq!(
+            backend
+                .reap(
+                    &mut none,
+                    1,
+                    Some(Instant::now() + Duration::from_millis(50))
+                )
+                .unwrap(),
+            0
+        );
+    }
+
+    /// Dropping a backend with reads in flight waits for them (the kernel writes into the arena).
+    #[test]
+    fn drop_with_reads_in_flight() {
+        let bytes = vec![7u8; 1 << 20];
+        let Some((_file, mut backend)) = backend_over(&bytes, 32) else {
+            return;
+        };
+        for tag in 0..32u32 {
+            backend
+                .push(Read {
+                    tag,
+                    file: 0,
+                    offset: u64::from(tag) * 30_000,
+                })
+                .unwrap();
+        }
+        backend.submit().unwrap();
+        drop(backend);
+    }
+
+    #[test]
+    fn probe_is_cached_and_consistent() {
+        assert_eq!(probe(), probe());
+    }
 }

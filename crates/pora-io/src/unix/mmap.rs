@@ -1,0 +1,301 @@
+//! `mmap`: one shared read-only map per file (memmap2) with `MADV_RANDOM`, owned by the factory
+//! and shared by every worker; reads are memory copies performed inline in `submit`.
+//!
+//! Truncation safety (see docs/io-methods.md): every read is checked against the map's
+//! `valid_len`, which starts at the mapped length and only goes down:
+//! - each worker re-reads every file's length with `fstat` every [`LENGTH_CHECK_READS`] reads
+//!   (and on its first submit) and lowers `valid_len` to it, so reads past a truncated end fail
+//!   with `OutOfBounds` without touching the missing pages;
+//! - on Linux a read that still faults in the window between two checks raises SIGBUS, which the
+//!   handler in `sigbus.rs` contains: it lowers `valid_len` to the faulting page and patches the
+//!   page with zeros; the reader re-checks `valid_len` after its copy and reports an error
+//!   instead of the zeros.
+//!
+//! Residual window: after a truncation to a length that is not page-aligned, the zero-filled tail
+//! of the last page does not fault, so up to `LENGTH_CHECK_READS` reads per worker there can
+//! return zeros before the next length check notices.
+
+use super::{no_such_file, open_read_only};
+use crate::align::{self, AlignedBuf};
+use crate::inline::InlineQueue;
+use crate::{
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+};
+use memmap2::{Advice, Mmap, MmapOptions};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Reads per worker between two `fstat` checks of every file's length.
+pub const LENGTH_CHECK_READS: u64 = 1024;
+
+/// The bound reads must respect: registered with the SIGBUS handler on Linux, plain elsewhere.
+enum Bound {
+    #[cfg(target_os = "linux")]
+    Registered(super::sigbus::Registration),
+    Local(AtomicU64),
+}
+
+impl Bound {
+    fn valid_len(&self) -> &AtomicU64 {
+        match self {
+            #[cfg(target_os = "linux")]
+            Bound::Registered(r) => r.valid_len(),
+            Bound::Local(len) => len,
+        }
+    }
+}
+
+/// One file and its map. Field order matters: `bound` (the SIGBUS registration) is dropped
+/// before `map` is unmapped.
+struct MappedFile {
+    bound: Bound,
+    map: Option<Mmap>,
+    file: File,
+    mapped_len: u64,
+}
+
+impl MappedFile {
+    fn open(path: &Path) -> Result<MappedFile, IoError> {
+        let file = open_read_only(path, false)?;
+        let mapped_len = current_len(&file).map_err(|source| IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if mapped_len == 0 {
+            return Ok(MappedFile {
+                bound: Bound::Local(AtomicU64::new(0)),
+                map: None,
+                file,
+                mapped_len,
+            });
+        }
+        let len = usize::try_from(mapped_len)
+            .map_err(|_| IoError::Config(format!("{}: too large to map", path.display())))?;
+        // SAFETY: the map is read-only and only ever read through raw-pointer copies whose
+        // bounds are checked against `valid_len`; truncation by another process is contained
+        // as described in the module documentation.
+        let map =
+            unsafe { MmapOptions::new().len(len).map(&file) }.map_err(|source| IoError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        // Random access: fault in exactly the touched page, no read-around.
+        let _ = map.advise(Advice::Random);
+        let bound = register(&map, path)?;
+        Ok(MappedFile {
+            bound,
+            map: Some(map),
+            file,
+            mapped_len,
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn register(map: &Mmap, path: &Path) -> Result<Bound, IoError> {
+    super::sigbus::register(map.as_ptr(), map.len())
+        .map(Bound::Registered)
+        .map_err(|reason| IoError::Unavailable {
+            method: Method::Mmap.name(),
+            reason: format!("{}: {reason}", path.display()),
+        })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn register(map: &Mmap, _path: &Path) -> Result<Bound, IoError> {
+    Ok(Bound::Local(AtomicU64::new(map.len() as u64)))
+}
+
+fn current_len(file: &File) -> std::io::Result<u64> {
+    Ok(file.metadata()?.len())
+}
+
+pub(crate) fn open(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
+    let unit = match config.block_size {
+        BlockSize::Natural => None,
+        bs => Some(align::read_unit(bs, None)?),
+    };
+    let files = paths
+        .iter()
+        .map(|p| MappedFile::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(MmapFactory {
+        files: Arc::new(files),
+        unit,
+    }))
+}
+
+struct MmapFactory {
+    files: Arc<Vec<MappedFile>>,
+    /// `None`: copy exactly the sample; `Some(n)`: copy the n-byte aligned block(s) around it.
+    unit: Option<u32>,
+}
+
+impl BackendFactory for MmapFactory {
+    fn method(&self) -> Method {
+        Method::Mmap
+    }
+    fn describe(&self) -> String {
+        let unit = self.unit.map_or("32-byte copies".into(), |u| {
+            format!("{u}-byte aligned block copies")
+        });
+        format!(
+            "mmap: one shared read-only map per file, MADV_RANDOM, {unit}, truncation checked every {LENGTH_CHECK_READS} reads{}",
+            if cfg!(target_os = "linux") { " and SIGBUS contained" } else { "" }
+        )
+    }
+    fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
+        let buf = match self.unit {
+            Some(u) => Some(AlignedBuf::new(align::max_span(u), 64)?),
+            None => None,
+        };
+        Ok(Box::new(MmapBackend {
+            files: self.files.clone(),
+            queue: InlineQueue::new(depth.max(1)),
+            unit: self.unit.zip(buf),
+            reads_until_check: 0,
+        }))
+    }
+}
+
+struct MmapBackend {
+    files: Arc<Vec<MappedFile>>,
+    queue: InlineQueue,
+    unit: Option<(u32, AlignedBuf)>,
+    /// Reads left before the next length check; 0 checks at the next submit.
+    reads_until_check: u64,
+}
+
+impl MmapBackend {
+    /// Lowers every file's bound to its current length (one fstat per file).
+    fn check_lengths(&mut self) {
+        for f in self.files.iter() {
+            if let Ok(len) = current_len(&f.file) {
+                f.bound.valid_len().fetch_min(len, Ordering::SeqCst);
+            }
+        }
+        self.reads_until_check = LENGTH_CHECK_READS;
+    }
+}
+
+impl Backend for MmapBackend {
+    fn method(&self) -> Method {
+        Method::Mmap
+    }
+    fn capacity(&self) -> usize {
+        self.queue.capacity()
+    }
+    fn in_flight(&self) -> usize {
+        self.queue.in_flight()
+    }
+    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+        self.queue.push(read)
+    }
+    fn submit(&mut self) -> Result<(), IoError> {
+        if self.reads_until_check == 0 {
+            self.check_lengths();
+        }
+        let pending = self.queue.in_flight() as u64;
+        self.reads_until_check = self.reads_until_check.saturating_sub(pending);
+        let files = &self.files;
+        let unit = &mut self.unit;
+        self.queue.submit_with(|r| {
+            let f = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
+            match unit {
+                None => copy_sample(f, r),
+                Some((u, buf)) => copy_block(f, r, *u, buf),
+            }
+        })
+    }
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
+        Ok(self.queue.reap(out))
+    }
+}
+
+/// Copies `[start, start + len)` of the map into `dst` if it lies within the bound, re-checking
+/// the bound after the copy in case the copy itself faulted (and read a patched zero page).
+fn copy_checked(f: &MappedFile, r: &Read, start: u64, dst: &mut [u8]) -> Result<(), ReadError> {
+    let end = start.checked_add(dst.len() as u64);
+    let valid = f.bound.valid_len();
+    let end = match end {
+        Some(end) if end <= valid.load(Ordering::Relaxed) => end,
+        _ => return Err(bound_error(f, r)),
+    };
+    let map = f.map.as_ref().expect("a non-empty bound implies a map");
+    // SAFETY: start + dst.len() <= valid_len <= mapped length, so the source range lies inside
+    // the map, which lives as long as `f`; dst is a distinct buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            map.as_ptr().add(start as usize),
+            dst.as_mut_ptr(),
+            dst.len(),
+        )
+    };
+    // The copy must not be moved past the re-check: a fault during the copy lowers the bound
+    // from the signal handler on this thread.
+    compiler_fence(Ordering::SeqCst);
+    if end > valid.load(Ordering::SeqCst) {
+        return Err(bound_error(f, r));
+    }
+    Ok(())
+}
+
+/// The error for a read beyond the bound: `OutOfBounds` when the file now ends before the
+/// sample, EIO when a page inside the file faulted (a media error).
+fn bound_error(f: &MappedFile, r: &Read) -> ReadError {
+    let file_len = current_len(&f.file).unwrap_or(0).min(f.mapped_len);
+    let kind = if r.offset.saturating_add(SAMPLE_LEN as u64) > file_len {
+        ReadErrorKind::OutOfBounds { file_len }
+    } else {
+        ReadErrorKind::Os(libc::EIO)
+    };
+    ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind,
+    }
+}
+
+fn copy_sample(f: &MappedFile, r: &Read) -> Result<Sample, ReadError> {
+    let mut sample = [0u8; SAMPLE_LEN];
+    copy_checked(f, r, r.offset, &mut sample)?;
+    Ok(sample)
+}
+
+/// Copies the aligned block(s) around the sample, cut at the end of the file (like a read that
+/// stops at EOF), as long as the sample itself is inside.
+fn copy_block(
+    f: &MappedFile,
+    r: &Read,
+    unit: u32,
+    buf: &mut AlignedBuf,
+) -> Result<Sample, ReadError> {
+    let range = align::block_range(r.offset, unit).ok_or(ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind: ReadErrorKind::Os(libc::EINVAL),
+    })?;
+    let valid = f.bound.valid_len().load(Ordering::Relaxed);
+    let len = (range.len as u64).min(valid.saturating_sub(range.start)) as usize;
+    if !range.covers_sample(len) {
+        return Err(bound_error(f, r));
+    }
+    let span = &mut buf.as_mut_slice()[..len];
+    copy_checked(f, r, range.start, span)?;
+    let pos = range.sample_pos as usize;
+    Ok(span[pos..pos + SAMPLE_LEN]
+        .try_into()
+        .expect("32-byte slice"))
+}

@@ -27,7 +27,8 @@ pub struct RunInfo {
 pub struct Reporter {
     info: RunInfo,
     rows: usize,
-    notes: Vec<String>,
+    /// Distinct notes, each with the combinations (table rows) it applies to.
+    notes: Vec<(String, Vec<usize>)>,
 }
 
 impl Reporter {
@@ -77,30 +78,35 @@ impl Reporter {
             return;
         }
         println!("notes:");
-        for n in &self.notes {
-            println!("  {n}");
+        for (text, rows) in &self.notes {
+            let rows: Vec<String> = rows.iter().map(|r| format!("#{r}")).collect();
+            println!("  {} {text}", rows.join(","));
         }
         let _ = std::io::stdout().flush();
     }
 
     fn collect_notes(&mut self, r: &BenchResult, eviction: Option<&str>) {
-        let n = self.rows;
-        self.notes.push(format!("#{n} {}", r.describe));
+        self.note(r.describe.clone());
         if let Some(e) = eviction {
-            self.notes.push(format!("#{n} cold: {e}"));
+            self.note(format!("cold: {e}"));
         }
         for note in &r.notes {
-            self.notes.push(format!("#{n} {note}"));
+            self.note(note.clone());
         }
         if let Some(e) = &r.first_error {
-            self.notes
-                .push(format!("#{n} {} read errors, first: {e}", r.read_errors));
+            self.note(format!("{} read errors, first: {e}", r.read_errors));
         }
         if r.interrupted {
-            self.notes.push(format!(
-                "#{n} interrupted: partial result over {:.2} s",
-                r.seconds
-            ));
+            self.note(format!("interrupted: partial result over {:.2} s", r.seconds));
+        }
+    }
+
+    /// Adds `text` for the current row, merging identical notes of earlier rows.
+    fn note(&mut self, text: String) {
+        let row = self.rows;
+        match self.notes.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, rows)) => rows.push(row),
+            None => self.notes.push((text, vec![row])),
         }
     }
 

@@ -337,3 +337,53 @@ fn sigterm_prints_the_partial_result_and_exits() {
     assert!(lines[0]["seconds"].as_f64().unwrap() < 30.0);
     assert!(lines[0]["reads"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn every_available_method_runs_deep_queues_with_4k_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = plain_file(dir.path(), 8 << 20);
+    let methods = [
+        "pread",
+        "pread-shared",
+        "direct",
+        "mmap",
+        "uring",
+        "uring-direct",
+        "iocp",
+        "iocp-unbuffered",
+    ];
+    for method in methods {
+        let args = [
+            "bench",
+            file.to_str().unwrap(),
+            "--method",
+            method,
+            "--block-size",
+            "4096",
+        ];
+        let out = run(&[
+            &args[..],
+            &[
+                "--depth",
+                "8",
+                "--threads",
+                "2",
+                "--duration",
+                "0.2",
+                "--json",
+            ],
+        ]
+        .concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains(&format!("SKIP {method}")) {
+            eprintln!("{}", stderr.lines().next().unwrap_or_default());
+            continue;
+        }
+        assert!(out.status.success(), "{method}: {stderr}");
+        let lines = json_lines(&out);
+        assert_eq!(lines.len(), 1, "{method}");
+        assert_sane(&lines[0]);
+        assert_eq!(lines[0]["method"], method);
+        assert_eq!(lines[0]["blockSize"], 4096);
+    }
+}

@@ -97,7 +97,10 @@ impl Reporter {
             self.note(format!("{} read errors, first: {e}", r.read_errors));
         }
         if r.interrupted {
-            self.note(format!("interrupted: partial result over {:.2} s", r.seconds));
+            self.note(format!(
+                "interrupted: partial result over {:.2} s",
+                r.seconds
+            ));
         }
     }
 

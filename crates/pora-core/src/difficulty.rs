@@ -20,7 +20,11 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
         return Err(Error::bad_value("--cutoff", "0", "must be positive"));
     }
     if p.diff_adj_divisor == 0 {
-        return Err(Error::bad_value("--diff-adj-divisor", "0", "must be positive"));
+        return Err(Error::bad_value(
+            "--diff-adj-divisor",
+            "0",
+            "must be positive",
+        ));
     }
     let x = p.interval / p.cutoff;
     let divisor = U256::from(p.diff_adj_divisor);
@@ -30,13 +34,22 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
         let diff = p
             .difficulty
             .checked_add(p.difficulty / divisor)
-            .ok_or_else(|| Error::bad_value("--difficulty", p.difficulty.to_string(), "difficulty + difficulty/divisor exceeds 256 bits"))?;
+            .ok_or_else(|| {
+                Error::bad_value(
+                    "--difficulty",
+                    p.difficulty.to_string(),
+                    "difficulty + difficulty/divisor exceeds 256 bits",
+                )
+            })?;
         return Ok(diff.max(p.minimum_diff));
     }
-    let adjust = U256::from(x - 1)
-        .checked_mul(p.difficulty)
-        .ok_or_else(|| Error::bad_value("--difficulty", p.difficulty.to_string(), "(interval/cutoff - 1) x difficulty exceeds 256 bits"))?
-        / divisor;
+    let adjust = U256::from(x - 1).checked_mul(p.difficulty).ok_or_else(|| {
+        Error::bad_value(
+            "--difficulty",
+            p.difficulty.to_string(),
+            "(interval/cutoff - 1) x difficulty exceeds 256 bits",
+        )
+    })? / divisor;
     match adjust.checked_add(p.minimum_diff) {
         Some(sum) if sum <= p.difficulty => Ok(p.difficulty - adjust),
         _ => Ok(p.minimum_diff),
@@ -46,7 +59,11 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
 /// `(2^256 - 1) / expectedDiff`: a nonce is valid when `uint256(hash1) <= requiredDiff`.
 pub fn required_diff(expected: U256) -> Result<U256> {
     if expected.is_zero() {
-        return Err(Error::bad_value("expected difficulty", "0", "is zero (set --minimum-diff or --difficulty above 0)"));
+        return Err(Error::bad_value(
+            "expected difficulty",
+            "0",
+            "is zero (set --minimum-diff or --difficulty above 0)",
+        ));
     }
     Ok(U256::MAX / expected)
 }
@@ -59,12 +76,21 @@ pub fn meets(hash1: &[u8; 32], required: &U256) -> bool {
 
 /// Parses a 256-bit value given in decimal or `0x` hex; `what` names the flag.
 pub fn parse_u256(what: &'static str, input: &str) -> Result<U256> {
-    let parsed = if let Some(hex) = input.strip_prefix("0x").or_else(|| input.strip_prefix("0X")) {
+    let parsed = if let Some(hex) = input
+        .strip_prefix("0x")
+        .or_else(|| input.strip_prefix("0X"))
+    {
         U256::from_str_radix(hex, 16)
     } else {
         U256::from_str_radix(input, 10)
     };
-    parsed.map_err(|e| Error::bad_value(what, input, format!("not a 256-bit decimal or 0x-hex integer ({e})")))
+    parsed.map_err(|e| {
+        Error::bad_value(
+            what,
+            input,
+            format!("not a 256-bit decimal or 0x-hex integer ({e})"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -73,8 +99,17 @@ mod tests {
 
     #[test]
     fn zero_divisor_and_cutoff_are_errors() {
-        let p = DiffParams { difficulty: U256::from(5), interval: 1, cutoff: 0, diff_adj_divisor: 32, minimum_diff: U256::from(1) };
-        assert!(expected_diff(&p).unwrap_err().to_string().contains("--cutoff"));
+        let p = DiffParams {
+            difficulty: U256::from(5),
+            interval: 1,
+            cutoff: 0,
+            diff_adj_divisor: 32,
+            minimum_diff: U256::from(1),
+        };
+        assert!(expected_diff(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("--cutoff"));
         assert!(required_diff(U256::ZERO).is_err());
     }
 
@@ -82,6 +117,9 @@ mod tests {
     fn parses_decimal_and_hex() {
         assert_eq!(parse_u256("x", "255").unwrap(), U256::from(255));
         assert_eq!(parse_u256("x", "0xff").unwrap(), U256::from(255));
-        assert!(parse_u256("--required-diff", "12a").unwrap_err().to_string().contains("--required-diff"));
+        assert!(parse_u256("--required-diff", "12a")
+            .unwrap_err()
+            .to_string()
+            .contains("--required-diff"));
     }
 }

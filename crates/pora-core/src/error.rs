@@ -29,7 +29,11 @@ pub enum Error {
         why: String,
     },
     #[error("{path}: file is {len} bytes but its header needs at least {needed} bytes (header + data region)")]
-    Truncated { path: PathBuf, len: u64, needed: u64 },
+    Truncated {
+        path: PathBuf,
+        len: u64,
+        needed: u64,
+    },
     #[error("{path}: {why}")]
     ShardMismatch { path: PathBuf, why: String },
     #[error("shard set: {0}")]
@@ -56,7 +60,11 @@ impl Error {
         }
     }
 
-    pub(crate) fn bad_value(what: &'static str, input: impl Into<String>, why: impl Into<String>) -> Self {
+    pub(crate) fn bad_value(
+        what: &'static str,
+        input: impl Into<String>,
+        why: impl Into<String>,
+    ) -> Self {
         Error::BadValue {
             what,
             input: input.into(),

@@ -92,7 +92,11 @@ impl Header {
         };
         let version = be_u64(buf, 8);
         if version > VERSION {
-            return Err(bad("version", 8, format!("version {version} is newer than the supported version {VERSION}")));
+            return Err(bad(
+                "version",
+                8,
+                format!("version {version} is newer than the supported version {VERSION}"),
+            ));
         }
         let encode = be_u64(buf, 32);
         let encode_type = EncodeType::from_u64(encode)
@@ -127,31 +131,88 @@ impl Header {
             why,
         };
         if !self.chunk_size.is_power_of_two() {
-            return Err(bad("chunkSize", 48, format!("{} is not a power of two", self.chunk_size)));
+            return Err(bad(
+                "chunkSize",
+                48,
+                format!("{} is not a power of two", self.chunk_size),
+            ));
         }
         if !self.max_kv_size.is_power_of_two() {
-            return Err(bad("maxKvSize", 40, format!("{} is not a power of two", self.max_kv_size)));
+            return Err(bad(
+                "maxKvSize",
+                40,
+                format!("{} is not a power of two", self.max_kv_size),
+            ));
         }
         if self.max_kv_size < 32 {
-            return Err(bad("maxKvSize", 40, format!("{} is smaller than one 32-byte sample", self.max_kv_size)));
+            return Err(bad(
+                "maxKvSize",
+                40,
+                format!("{} is smaller than one 32-byte sample", self.max_kv_size),
+            ));
         }
         if self.chunk_size > self.max_kv_size {
-            return Err(bad("chunkSize", 48, format!("{} is larger than maxKvSize {}", self.chunk_size, self.max_kv_size)));
+            return Err(bad(
+                "chunkSize",
+                48,
+                format!(
+                    "{} is larger than maxKvSize {}",
+                    self.chunk_size, self.max_kv_size
+                ),
+            ));
         }
-        let start_bytes = self.chunk_idx_start.checked_mul(self.chunk_size).ok_or_else(|| {
-            bad("chunkIdxStart", 16, format!("chunkIdxStart {} x chunkSize {} overflows 64 bits", self.chunk_idx_start, self.chunk_size))
-        })?;
-        let len_bytes = self.chunk_idx_len.checked_mul(self.chunk_size).ok_or_else(|| {
-            bad("chunkIdxLen", 24, format!("chunkIdxLen {} x chunkSize {} overflows 64 bits", self.chunk_idx_len, self.chunk_size))
-        })?;
+        let start_bytes = self
+            .chunk_idx_start
+            .checked_mul(self.chunk_size)
+            .ok_or_else(|| {
+                bad(
+                    "chunkIdxStart",
+                    16,
+                    format!(
+                        "chunkIdxStart {} x chunkSize {} overflows 64 bits",
+                        self.chunk_idx_start, self.chunk_size
+                    ),
+                )
+            })?;
+        let len_bytes = self
+            .chunk_idx_len
+            .checked_mul(self.chunk_size)
+            .ok_or_else(|| {
+                bad(
+                    "chunkIdxLen",
+                    24,
+                    format!(
+                        "chunkIdxLen {} x chunkSize {} overflows 64 bits",
+                        self.chunk_idx_len, self.chunk_size
+                    ),
+                )
+            })?;
         if start_bytes % self.max_kv_size != 0 {
-            return Err(bad("chunkIdxStart", 16, format!("chunkIdxStart x chunkSize = {start_bytes} is not a multiple of maxKvSize {}", self.max_kv_size)));
+            return Err(bad(
+                "chunkIdxStart",
+                16,
+                format!(
+                    "chunkIdxStart x chunkSize = {start_bytes} is not a multiple of maxKvSize {}",
+                    self.max_kv_size
+                ),
+            ));
         }
         if len_bytes % self.max_kv_size != 0 {
-            return Err(bad("chunkIdxLen", 24, format!("chunkIdxLen x chunkSize = {len_bytes} is not a multiple of maxKvSize {}", self.max_kv_size)));
+            return Err(bad(
+                "chunkIdxLen",
+                24,
+                format!(
+                    "chunkIdxLen x chunkSize = {len_bytes} is not a multiple of maxKvSize {}",
+                    self.max_kv_size
+                ),
+            ));
         }
         if start_bytes.checked_add(len_bytes).is_none() || self.allocated_len().is_none() {
-            return Err(bad("chunkIdxLen", 24, "the file's address range overflows 64 bits".into()));
+            return Err(bad(
+                "chunkIdxLen",
+                24,
+                "the file's address range overflows 64 bits".into(),
+            ));
         }
         Ok(())
     }
@@ -169,7 +230,9 @@ impl Header {
     /// Bytes es-node allocates for this file: header, data and per-chunk meta.
     pub fn allocated_len(&self) -> Option<u64> {
         let per_chunk = self.chunk_size.checked_add(self.meta_size)?;
-        self.chunk_idx_len.checked_mul(per_chunk)?.checked_add(HEADER_SIZE)
+        self.chunk_idx_len
+            .checked_mul(per_chunk)?
+            .checked_add(HEADER_SIZE)
     }
 
     /// First global byte address covered.
@@ -228,7 +291,9 @@ mod tests {
     }
 
     fn err_of(h: &Header) -> String {
-        Header::parse(Path::new("f.dat"), &h.encode()).unwrap_err().to_string()
+        Header::parse(Path::new("f.dat"), &h.encode())
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -260,9 +325,17 @@ mod tests {
         assert!(err_of(&h).contains("never finished"));
         let mut buf = sample().encode();
         buf[39] = 9;
-        let e = Header::parse(Path::new("f.dat"), &buf).unwrap_err().to_string();
-        assert!(e.contains("f.dat") && e.contains("`encodeType`") && e.contains('9'), "{e}");
+        let e = Header::parse(Path::new("f.dat"), &buf)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("f.dat") && e.contains("`encodeType`") && e.contains('9'),
+            "{e}"
+        );
         buf[0] = 0;
-        assert!(Header::parse(Path::new("f.dat"), &buf).unwrap_err().to_string().contains("magic"));
+        assert!(Header::parse(Path::new("f.dat"), &buf)
+            .unwrap_err()
+            .to_string()
+            .contains("magic"));
     }
 }

@@ -15,12 +15,20 @@ pub struct H256(pub [u8; 32]);
 
 /// Parses `0x`-prefixed (or bare) hex of exactly `N` bytes.
 pub fn parse_fixed<const N: usize>(what: &'static str, input: &str) -> Result<[u8; N]> {
-    let digits = input.strip_prefix("0x").or_else(|| input.strip_prefix("0X")).unwrap_or(input);
+    let digits = input
+        .strip_prefix("0x")
+        .or_else(|| input.strip_prefix("0X"))
+        .unwrap_or(input);
     if digits.len() != 2 * N {
         return Err(Error::bad_value(
             what,
             input,
-            format!("expected {} hex digits ({} bytes), got {}", 2 * N, N, digits.len()),
+            format!(
+                "expected {} hex digits ({} bytes), got {}",
+                2 * N,
+                N,
+                digits.len()
+            ),
         ));
     }
     let mut out = [0u8; N];
@@ -33,7 +41,10 @@ pub fn parse_fixed<const N: usize>(what: &'static str, input: &str) -> Result<[u
                 return Err(Error::bad_value(
                     what,
                     input,
-                    format!("non-hex character at position {}", digits_offset(input) + 2 * i),
+                    format!(
+                        "non-hex character at position {}",
+                        digits_offset(input) + 2 * i
+                    ),
                 ))
             }
         }
@@ -129,7 +140,10 @@ mod tests {
     #[test]
     fn rejects_wrong_length_and_bad_digits() {
         let e = Address::parse("0x1234").unwrap_err().to_string();
-        assert!(e.contains("miner address") && e.contains("40 hex digits"), "{e}");
+        assert!(
+            e.contains("miner address") && e.contains("40 hex digits"),
+            "{e}"
+        );
         let bad = format!("0x{}zz", "00".repeat(31));
         let e = H256::parse("--randao", &bad).unwrap_err().to_string();
         assert!(e.contains("--randao") && e.contains("position 64"), "{e}");

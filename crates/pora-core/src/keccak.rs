@@ -6,9 +6,15 @@
 //! keccak-candidates`, results in docs/BENCHMARKS.md): keccak-asm (cryptogams assembly) where it
 //! builds, RustCrypto's sha3 elsewhere; tiny-keccak was slowest. Tests cross-check all three.
 
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 use keccak_asm::{Digest, Keccak256};
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
 use sha3::{Digest, Keccak256};
 
 /// Keccak-256 of the concatenation of `parts`.
@@ -38,7 +44,10 @@ mod tests {
             assert_eq!(keccak256(&[&msg]), want, "length {len}");
             let (a, b) = msg.split_at(len as usize / 3);
             assert_eq!(keccak256(&[a, b]), want, "split length {len}");
-            assert_eq!(<sha3::Keccak256 as sha3::Digest>::digest(&msg)[..], want[..]);
+            assert_eq!(
+                <sha3::Keccak256 as sha3::Digest>::digest(&msg)[..],
+                want[..]
+            );
         }
     }
 

@@ -16,7 +16,9 @@ pub use difficulty::{expected_diff, required_diff, DiffParams};
 pub use error::{Error, Result};
 pub use header::{EncodeType, Header, HEADER_SIZE, MAGIC};
 pub use hex::{Address, H256};
-pub use sampling::{hash0, hash_step, hashimoto, NonceProof, SampleGeometry, SAMPLE_SIZE, SAMPLE_SIZE_BITS};
+pub use sampling::{
+    hash0, hash_step, hashimoto, NonceProof, SampleGeometry, SAMPLE_SIZE, SAMPLE_SIZE_BITS,
+};
 pub use shard::{DataFile, SampleLocation, ShardSet};
 
 /// One 256-bit unsigned integer, as es-node's `uint256` / `big.Int` arithmetic uses.

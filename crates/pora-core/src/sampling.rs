@@ -28,7 +28,11 @@ impl SampleGeometry {
     /// sample indices as uint64) and that the sizes are meaningful.
     pub fn new(shard_idx: u64, kv_entries_bits: u32, kv_size_bits: u32) -> Result<Self> {
         if !(SAMPLE_SIZE_BITS..=40).contains(&kv_size_bits) {
-            return Err(Error::bad_value("kvSizeBits", kv_size_bits.to_string(), "must be between 5 and 40"));
+            return Err(Error::bad_value(
+                "kvSizeBits",
+                kv_size_bits.to_string(),
+                "must be between 5 and 40",
+            ));
         }
         let shard_bits = kv_entries_bits as u64 + kv_size_bits as u64;
         if shard_bits >= 64 {
@@ -46,7 +50,11 @@ impl SampleGeometry {
                 format!("shard byte range exceeds 2^64 with kvEntriesBits={kv_entries_bits}, kvSizeBits={kv_size_bits}"),
             ));
         }
-        Ok(SampleGeometry { shard_idx, kv_entries_bits, kv_size_bits })
+        Ok(SampleGeometry {
+            shard_idx,
+            kv_entries_bits,
+            kv_size_bits,
+        })
     }
 
     /// `kvEntriesBits + kvSizeBits - 5`: log2 of the samples in a shard.
@@ -153,4 +161,3 @@ pub fn hashimoto<E>(
     proof.hash1 = H256(hash);
     Ok(proof)
 }
-

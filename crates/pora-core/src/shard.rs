@@ -80,22 +80,47 @@ impl ShardSet {
         let Some(first) = files.first() else {
             return Err(Error::ShardSet("no data files given".into()));
         };
-        let (miner, encode, kv_size) = (first.header.miner, first.header.encode_type, first.header.max_kv_size);
+        let (miner, encode, kv_size) = (
+            first.header.miner,
+            first.header.encode_type,
+            first.header.max_kv_size,
+        );
         for f in &files[1..] {
             let h = &f.header;
             let why = if h.miner != miner {
-                format!("miner {} differs from {} in {}", h.miner, miner, first.path.display())
+                format!(
+                    "miner {} differs from {} in {}",
+                    h.miner,
+                    miner,
+                    first.path.display()
+                )
             } else if h.encode_type != encode {
-                format!("encodeType {:?} differs from {:?} in {}", h.encode_type, encode, first.path.display())
+                format!(
+                    "encodeType {:?} differs from {:?} in {}",
+                    h.encode_type,
+                    encode,
+                    first.path.display()
+                )
             } else if h.max_kv_size != kv_size {
-                format!("maxKvSize {} differs from {} in {}", h.max_kv_size, kv_size, first.path.display())
+                format!(
+                    "maxKvSize {} differs from {} in {}",
+                    h.max_kv_size,
+                    kv_size,
+                    first.path.display()
+                )
             } else {
                 continue;
             };
-            return Err(Error::ShardMismatch { path: f.path.clone(), why });
+            return Err(Error::ShardMismatch {
+                path: f.path.clone(),
+                why,
+            });
         }
         if let Some(empty) = files.iter().find(|f| f.header.chunk_idx_len == 0) {
-            return Err(Error::ShardMismatch { path: empty.path.clone(), why: "chunkIdxLen is 0: the file holds no data".into() });
+            return Err(Error::ShardMismatch {
+                path: empty.path.clone(),
+                why: "chunkIdxLen is 0: the file holds no data".into(),
+            });
         }
         files.sort_by_key(|f| f.header.start_byte());
         check_contiguous(&files)?;
@@ -107,7 +132,10 @@ impl ShardSet {
             None => infer_geometry(start, end, kv_size, kv_size_bits)?,
         };
         let shard_bits = geometry.kv_entries_bits + geometry.kv_size_bits;
-        let (want_start, want_end) = (geometry.shard_idx << shard_bits, (geometry.shard_idx << shard_bits) + (1u64 << shard_bits) - 1);
+        let (want_start, want_end) = (
+            geometry.shard_idx << shard_bits,
+            (geometry.shard_idx << shard_bits) + (1u64 << shard_bits) - 1,
+        );
         if start != want_start || end - 1 != want_end {
             return Err(Error::ShardSet(format!(
                 "files cover bytes [{start:#x}, {end:#x}) but shard {} with kvEntriesBits={} is [{want_start:#x}, {:#x}]: {}",
@@ -117,7 +145,12 @@ impl ShardSet {
                 if end - 1 < want_end { "files are missing" } else { "files extend past the shard" }
             )));
         }
-        Ok(ShardSet { files, geometry, miner, encode_type: encode })
+        Ok(ShardSet {
+            files,
+            geometry,
+            miner,
+            encode_type: encode,
+        })
     }
 
     /// The file and byte offset of a global sample index.
@@ -136,10 +169,15 @@ impl ShardSet {
         let file = if self.files.len() == 1 {
             0
         } else {
-            self.files.partition_point(|f| f.header.start_byte() <= byte) - 1
+            self.files
+                .partition_point(|f| f.header.start_byte() <= byte)
+                - 1
         };
         let h = &self.files[file].header;
-        Ok(SampleLocation { file, offset: HEADER_SIZE + (byte - h.start_byte()) })
+        Ok(SampleLocation {
+            file,
+            offset: HEADER_SIZE + (byte - h.start_byte()),
+        })
     }
 
     /// Paths of the files, in `locate`'s file order.
@@ -159,7 +197,11 @@ fn check_contiguous(files: &[DataFile]) -> Result<()> {
         let (a_end, b_start) = (a.header.end_byte(), b.header.start_byte());
         if b_start != a_end {
             let cs = a.header.chunk_size;
-            let what = if b_start > a_end { "leaves a gap after" } else { "overlaps" };
+            let what = if b_start > a_end {
+                "leaves a gap after"
+            } else {
+                "overlaps"
+            };
             return Err(Error::ShardSet(format!(
                 "{} (chunks from {}) {} {} (chunks {}..{}); byte {:#x} vs {:#x}",
                 b.path.display(),
@@ -179,7 +221,11 @@ fn check_contiguous(files: &[DataFile]) -> Result<()> {
 fn geometry_for(start: u64, kv_size_bits: u32, kv_entries_bits: u32) -> Result<SampleGeometry> {
     let shard_bits = kv_entries_bits + kv_size_bits;
     if shard_bits >= 64 {
-        return Err(Error::bad_value("--kv-entries-bits", kv_entries_bits.to_string(), "shard would exceed 2^64 bytes"));
+        return Err(Error::bad_value(
+            "--kv-entries-bits",
+            kv_entries_bits.to_string(),
+            "shard would exceed 2^64 bytes",
+        ));
     }
     SampleGeometry::new(start >> shard_bits, kv_entries_bits, kv_size_bits)
 }
@@ -187,7 +233,7 @@ fn geometry_for(start: u64, kv_size_bits: u32, kv_entries_bits: u32) -> Result<S
 fn infer_geometry(start: u64, end: u64, kv_size: u64, kv_size_bits: u32) -> Result<SampleGeometry> {
     let bytes = end - start;
     let kvs = bytes / kv_size;
-    if !kvs.is_power_of_two() || start % bytes != 0 {
+    if !kvs.is_power_of_two() || !start.is_multiple_of(bytes) {
         return Err(Error::ShardSet(format!(
             "files cover {kvs} KVs from byte {start:#x}, which is not one whole shard; pass --kv-entries-bits to name the shard size"
         )));
@@ -212,28 +258,57 @@ mod tests {
             miner: Address([1; 20]),
             status: 0,
         };
-        DataFile { path: name.into(), file_len: header.allocated_len().unwrap(), header }
+        DataFile {
+            path: name.into(),
+            file_len: header.allocated_len().unwrap(),
+            header,
+        }
     }
 
     #[test]
     fn infers_shard_from_two_files_and_locates_samples() {
-        let s = ShardSet::from_files(vec![file("b", 8192 + 4096, 4096), file("a", 8192, 4096)], None).unwrap();
+        let s = ShardSet::from_files(
+            vec![file("b", 8192 + 4096, 4096), file("a", 8192, 4096)],
+            None,
+        )
+        .unwrap();
         assert_eq!((s.geometry.shard_idx, s.geometry.kv_entries_bits), (1, 13));
         let first = s.geometry.first_sample();
-        assert_eq!(s.locate(first).unwrap(), SampleLocation { file: 0, offset: 4096 });
+        assert_eq!(
+            s.locate(first).unwrap(),
+            SampleLocation {
+                file: 0,
+                offset: 4096
+            }
+        );
         let mid = first + (4096u64 << 17) / 32;
-        assert_eq!(s.locate(mid).unwrap(), SampleLocation { file: 1, offset: 4096 });
+        assert_eq!(
+            s.locate(mid).unwrap(),
+            SampleLocation {
+                file: 1,
+                offset: 4096
+            }
+        );
         assert!(s.locate(first - 1).is_err());
         assert!(s.locate(first + s.geometry.samples_per_shard()).is_err());
     }
 
     #[test]
     fn gaps_overlaps_and_partial_shards_are_named() {
-        let e = ShardSet::from_files(vec![file("a", 0, 4096), file("b", 4097, 4095)], Some(13)).unwrap_err().to_string();
-        assert!(e.contains("gap") && e.contains('a') && e.contains('b'), "{e}");
-        let e = ShardSet::from_files(vec![file("a", 0, 4096), file("b", 4000, 4192)], Some(13)).unwrap_err().to_string();
+        let e = ShardSet::from_files(vec![file("a", 0, 4096), file("b", 4097, 4095)], Some(13))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("gap") && e.contains('a') && e.contains('b'),
+            "{e}"
+        );
+        let e = ShardSet::from_files(vec![file("a", 0, 4096), file("b", 4000, 4192)], Some(13))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("overlaps"), "{e}");
-        let e = ShardSet::from_files(vec![file("a", 0, 4096)], Some(13)).unwrap_err().to_string();
+        let e = ShardSet::from_files(vec![file("a", 0, 4096)], Some(13))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing"), "{e}");
     }
 }

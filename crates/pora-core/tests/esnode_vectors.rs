@@ -15,7 +15,11 @@ fn vector_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = vec![root.join("testdata/esnode-sample.json")];
     if let Ok(dir) = std::fs::read_dir(root.join("../shared/vectors")) {
-        files.extend(dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")));
+        files.extend(
+            dir.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json")),
+        );
     }
     files
 }
@@ -51,10 +55,20 @@ fn build_shard(dir: &Path, v: &Value) -> PathBuf {
         status: 0,
     };
     let path = dir.join(format!("shard{shard}-{}.dat", v["nonce"]));
-    let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(&path).unwrap();
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
     f.write_all(&h.encode()).unwrap();
     f.set_len(h.allocated_len().unwrap()).unwrap();
-    for (idx, sample) in v["sampleIdxs"].as_array().unwrap().iter().zip(v["encodedSamples"].as_array().unwrap()) {
+    for (idx, sample) in v["sampleIdxs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(v["encodedSamples"].as_array().unwrap())
+    {
         let offset = 4096 + idx.as_u64().unwrap() * 32 - h.start_byte();
         let bytes = H256::parse("sample", sample.as_str().unwrap()).unwrap();
         f.seek(SeekFrom::Start(offset)).unwrap();
@@ -70,23 +84,47 @@ fn every_vector_reproduces_through_a_real_file() {
     for file in vector_files() {
         for v in load(&file)["vectors"].as_array().into_iter().flatten() {
             let path = build_shard(dir.path(), v);
-            let shard = ShardSet::open(&[path.clone()], Some(v["kvEntriesBits"].as_u64().unwrap() as u32)).unwrap();
+            let shard = ShardSet::open(
+                std::slice::from_ref(&path),
+                Some(v["kvEntriesBits"].as_u64().unwrap() as u32),
+            )
+            .unwrap();
             assert_eq!(shard.geometry.shard_idx, v["shard"].as_u64().unwrap());
             let mut f = std::fs::File::open(&path).unwrap();
             let randao = H256::parse("randao", v["randao"].as_str().unwrap()).unwrap();
             let checks = v["randomChecks"].as_u64().unwrap() as u32;
-            let proof = hashimoto(&shard.geometry, checks, &shard.miner, &randao, v["nonce"].as_u64().unwrap(), |idx| {
-                let loc = shard.locate(idx).unwrap();
-                let mut buf = [0u8; 32];
-                f.seek(SeekFrom::Start(loc.offset))?;
-                f.read_exact(&mut buf).map(|_| buf)
-            })
+            let proof = hashimoto(
+                &shard.geometry,
+                checks,
+                &shard.miner,
+                &randao,
+                v["nonce"].as_u64().unwrap(),
+                |idx| {
+                    let loc = shard.locate(idx).unwrap();
+                    let mut buf = [0u8; 32];
+                    f.seek(SeekFrom::Start(loc.offset))?;
+                    f.read_exact(&mut buf).map(|_| buf)
+                },
+            )
             .unwrap();
             let ctx = format!("{} nonce {}", file.display(), v["nonce"]);
-            assert_eq!(proof.hash0.to_string(), v["hash0"].as_str().unwrap().to_lowercase(), "{ctx}");
-            let idxs: Vec<u64> = v["sampleIdxs"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            assert_eq!(
+                proof.hash0.to_string(),
+                v["hash0"].as_str().unwrap().to_lowercase(),
+                "{ctx}"
+            );
+            let idxs: Vec<u64> = v["sampleIdxs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
             assert_eq!(proof.sample_idxs, idxs, "{ctx}");
-            assert_eq!(proof.hash1.to_string(), v["hash1"].as_str().unwrap().to_lowercase(), "{ctx}");
+            assert_eq!(
+                proof.hash1.to_string(),
+                v["hash1"].as_str().unwrap().to_lowercase(),
+                "{ctx}"
+            );
             if let Some(req) = v.get("requiredDiff") {
                 let p = DiffParams {
                     difficulty: u256(&v["difficulty"]),
@@ -99,7 +137,11 @@ fn every_vector_reproduces_through_a_real_file() {
                 assert_eq!(expected, u256(&v["expectedDiff"]), "{ctx}");
                 let required = required_diff(expected).unwrap();
                 assert_eq!(required, u256(req), "{ctx}");
-                assert_eq!(meets(&proof.hash1.0, &required), v["hash1MeetsRequiredDiff"].as_bool().unwrap(), "{ctx}");
+                assert_eq!(
+                    meets(&proof.hash1.0, &required),
+                    v["hash1MeetsRequiredDiff"].as_bool().unwrap(),
+                    "{ctx}"
+                );
             }
             drop(f);
             std::fs::remove_file(&path).unwrap();
@@ -114,10 +156,17 @@ fn every_vector_reproduces_through_a_real_file() {
 fn expected_diff_cases_match_es_node() {
     let mut checked = 0;
     for file in vector_files() {
-        for c in load(&file)["expectedDiffCases"].as_array().into_iter().flatten() {
-            let interval = c.get("interval").and_then(Value::as_u64).unwrap_or_else(|| {
-                c["blockTime"].as_u64().unwrap() - c["lastMineTime"].as_u64().unwrap()
-            });
+        for c in load(&file)["expectedDiffCases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let interval = c
+                .get("interval")
+                .and_then(Value::as_u64)
+                .unwrap_or_else(|| {
+                    c["blockTime"].as_u64().unwrap() - c["lastMineTime"].as_u64().unwrap()
+                });
             let p = DiffParams {
                 difficulty: u256(&c["difficulty"]),
                 interval,
@@ -125,7 +174,12 @@ fn expected_diff_cases_match_es_node() {
                 diff_adj_divisor: c["diffAdjDivisor"].as_u64().unwrap(),
                 minimum_diff: u256(&c["minimumDiff"]),
             };
-            assert_eq!(expected_diff(&p).unwrap(), u256(&c["expectedDiff"]), "{}", c["name"]);
+            assert_eq!(
+                expected_diff(&p).unwrap(),
+                u256(&c["expectedDiff"]),
+                "{}",
+                c["name"]
+            );
             checked += 1;
         }
     }

@@ -65,7 +65,11 @@ fn shards_past_2_pow_32_and_2_pow_40_bytes() {
         assert_eq!(s, reference_sample_idx(&hash, shard, g.row_bits()));
         let byte = s as u128 * 32;
         assert!(byte > 1u128 << 40, "shard {shard}: byte {byte:#x}");
-        assert_eq!(byte + 32, (shard as u128 + 1) << (eb + 17), "last sample of the shard");
+        assert_eq!(
+            byte + 32,
+            (shard as u128 + 1) << (eb + 17),
+            "last sample of the shard"
+        );
     }
     // One past the addressable range is refused instead of wrapping.
     assert!(SampleGeometry::new(1 << 34, 13, 17).is_err());

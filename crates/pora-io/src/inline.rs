@@ -14,11 +14,7 @@ pub(crate) struct InlineQueue {
 
 impl InlineQueue {
     pub(crate) fn new(capacity: usize) -> Self {
-        InlineQueue {
-            pending: Vec::with_capacity(capacity),
-            done: VecDeque::with_capacity(capacity),
-            capacity,
-        }
+        InlineQueue { pending: Vec::with_capacity(capacity), done: VecDeque::with_capacity(capacity), capacity }
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -38,16 +34,10 @@ impl InlineQueue {
     }
 
     /// Performs every pending read with `read_one`, in push order.
-    pub(crate) fn submit_with(
-        &mut self,
-        mut read_one: impl FnMut(&Read) -> Result<Sample, ReadError>,
-    ) -> Result<(), IoError> {
+    pub(crate) fn submit_with(&mut self, mut read_one: impl FnMut(&Read) -> Result<Sample, ReadError>) -> Result<(), IoError> {
         for read in self.pending.drain(..) {
             let result = read_one(&read);
-            self.done.push_back(Completion {
-                tag: read.tag,
-                result,
-            });
+            self.done.push_back(Completion { tag: read.tag, result });
         }
         Ok(())
     }

@@ -26,12 +26,6 @@ pub struct SimFault {
     pub short_read: bool,
 }
 
-pub(crate) fn open(
-    _paths: &[PathBuf],
-    _config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    Err(IoError::Unavailable {
-        method: "sim",
-        reason: "not implemented yet".into(),
-    })
+pub(crate) fn open(_paths: &[PathBuf], _config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+    Err(IoError::Unavailable { method: "sim", reason: "not implemented yet".into() })
 }

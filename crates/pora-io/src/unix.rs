@@ -2,10 +2,7 @@
 //! `pread-shared` (one handle for all workers, es-node's way), `direct` (O_DIRECT) and `mmap`.
 
 use crate::inline::InlineQueue;
-use crate::{
-    Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError,
-    ReadErrorKind, Sample, SAMPLE_LEN,
-};
+use crate::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -21,10 +18,7 @@ pub(crate) fn open_read_only(path: &PathBuf, direct: bool) -> Result<File, IoErr
     if direct {
         opts.custom_flags(libc::O_DIRECT);
     }
-    let file = opts.open(path).map_err(|source| IoError::Open {
-        path: path.clone(),
-        source,
-    })?;
+    let file = opts.open(path).map_err(|source| IoError::Open { path: path.clone(), source })?;
     #[cfg(target_os = "macos")]
     if direct {
         // SAFETY: fcntl on a valid, owned descriptor with integer arguments.
@@ -43,12 +37,7 @@ pub(crate) fn open_read_only(path: &PathBuf, direct: bool) -> Result<File, IoErr
 fn advise_random(file: &File) {
     // SAFETY: posix_fadvise on a valid descriptor; failure only loses a hint.
     unsafe {
-        libc::posix_fadvise(
-            std::os::fd::AsRawFd::as_raw_fd(file),
-            0,
-            0,
-            libc::POSIX_FADV_RANDOM,
-        );
+        libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(file), 0, 0, libc::POSIX_FADV_RANDOM);
     }
 }
 
@@ -62,67 +51,34 @@ pub(crate) fn pread_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sa
                 return Err(ReadError {
                     file: file_idx,
                     offset,
-                    kind: ReadErrorKind::ShortRead {
-                        got: got as u32,
-                        wanted: SAMPLE_LEN as u32,
-                    },
+                    kind: ReadErrorKind::ShortRead { got: got as u32, wanted: SAMPLE_LEN as u32 },
                 })
             }
             Ok(n) => got += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
-                ) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock) => {}
             Err(e) => {
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)),
-                })
+                return Err(ReadError { file: file_idx, offset, kind: ReadErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)) })
             }
         }
     }
     Ok(buf)
 }
 
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
     match method {
         Method::Pread | Method::PreadShared => {
             if config.block_size != crate::BlockSize::Natural {
-                return Err(IoError::Config(format!(
-                    "method {method} reads exactly one sample; --block-size needs a block method"
-                )));
+                return Err(IoError::Config(format!("method {method} reads exactly one sample; --block-size needs a block method")));
             }
-            let shared = if method == Method::PreadShared {
-                Some(open_all(paths, false)?)
-            } else {
-                None
-            };
-            Ok(Arc::new(PreadFactory {
-                method,
-                paths: paths.to_vec(),
-                shared,
-            }))
+            let shared = if method == Method::PreadShared { Some(open_all(paths, false)?) } else { None };
+            Ok(Arc::new(PreadFactory { method, paths: paths.to_vec(), shared }))
         }
-        _ => Err(IoError::Unavailable {
-            method: method.name(),
-            reason: "not implemented yet".into(),
-        }),
+        _ => Err(IoError::Unavailable { method: method.name(), reason: "not implemented yet".into() }),
     }
 }
 
 fn open_all(paths: &[PathBuf], direct: bool) -> Result<Arc<Vec<File>>, IoError> {
-    Ok(Arc::new(
-        paths
-            .iter()
-            .map(|p| open_read_only(p, direct))
-            .collect::<Result<Vec<_>, _>>()?,
-    ))
+    Ok(Arc::new(paths.iter().map(|p| open_read_only(p, direct)).collect::<Result<Vec<_>, _>>()?))
 }
 
 struct PreadFactory {
@@ -147,11 +103,7 @@ impl BackendFactory for PreadFactory {
             Some(files) => files.clone(),
             None => open_all(&self.paths, false)?,
         };
-        Ok(Box::new(PreadBackend {
-            method: self.method,
-            files,
-            queue: InlineQueue::new(depth.max(1)),
-        }))
+        Ok(Box::new(PreadBackend { method: self.method, files, queue: InlineQueue::new(depth.max(1)) }))
     }
 }
 
@@ -176,15 +128,9 @@ impl Backend for PreadBackend {
     }
     fn submit(&mut self) -> Result<(), IoError> {
         let files = &self.files;
-        self.queue
-            .submit_with(|r| pread_sample(&files[r.file as usize], r.file, r.offset))
+        self.queue.submit_with(|r| pread_sample(&files[r.file as usize], r.file, r.offset))
     }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
+    fn reap(&mut self, out: &mut Vec<Completion>, _min: usize, _deadline: Option<Instant>) -> Result<usize, IoError> {
         Ok(self.queue.reap(out))
     }
 }

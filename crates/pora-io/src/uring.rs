@@ -9,13 +9,6 @@ pub fn probe() -> Result<(), String> {
     Err("not implemented yet".into())
 }
 
-pub(crate) fn open(
-    _method: Method,
-    _paths: &[PathBuf],
-    _config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    Err(IoError::Unavailable {
-        method: "uring",
-        reason: "not implemented yet".into(),
-    })
+pub(crate) fn open(_method: Method, _paths: &[PathBuf], _config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+    Err(IoError::Unavailable { method: "uring", reason: "not implemented yet".into() })
 }

@@ -5,13 +5,6 @@ use crate::{BackendFactory, IoConfig, IoError, Method};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(crate) fn open(
-    method: Method,
-    _paths: &[PathBuf],
-    _config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    Err(IoError::Unavailable {
-        method: method.name(),
-        reason: "not implemented yet".into(),
-    })
+pub(crate) fn open(method: Method, _paths: &[PathBuf], _config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+    Err(IoError::Unavailable { method: method.name(), reason: "not implemented yet".into() })
 }

@@ -114,6 +114,9 @@ pub struct SlotReport {
     /// How long after the deadline the last worker returned (0 when the slot ended early).
     pub deadline_overshoot_sec: f64,
     pub bottleneck: Bottleneck,
+    /// Share of the workers' time spent waiting in the backend (submit + reap), 0..1: what the
+    /// bottleneck verdict is based on.
+    pub io_wait_fraction: f64,
     /// First few read errors, with file path and offset, for the user.
     pub io_error_messages: Vec<String>,
     /// Whether the slot was cut short by the stop flag (Ctrl-C).

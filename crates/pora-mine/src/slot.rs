@@ -114,6 +114,7 @@ fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: 
         elapsed_sec,
         deadline_overshoot_sec: if hit_deadline { past_deadline.as_secs_f64() } else { 0.0 },
         bottleneck: bottleneck(outcomes),
+        io_wait_fraction: io_wait_fraction(outcomes),
         io_error_messages: outcomes.iter().flat_map(|o| o.messages.iter().cloned()).take(MAX_REPORTED_MESSAGES).collect(),
         interrupted: outcomes.iter().any(|o| o.end == End::Stopped),
     }
@@ -125,12 +126,21 @@ fn bottleneck(outcomes: &[WorkerOutcome]) -> Bottleneck {
     if outcomes.iter().all(|o| o.end == End::Done) {
         return Bottleneck::None;
     }
-    let wait: Duration = outcomes.iter().map(|o| o.io_wait).sum();
-    let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
-    if wait > busy {
+    if io_wait_fraction(outcomes) > 0.5 {
         Bottleneck::Disk
     } else {
         Bottleneck::Cpu
+    }
+}
+
+fn io_wait_fraction(outcomes: &[WorkerOutcome]) -> f64 {
+    let wait: Duration = outcomes.iter().map(|o| o.io_wait).sum();
+    let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
+    let total = (wait + busy).as_secs_f64();
+    if total > 0.0 {
+        wait.as_secs_f64() / total
+    } else {
+        0.0
     }
 }
 

@@ -44,7 +44,7 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
         sim: SimConfig {
             seed: 3,
             latency_us: (latency_us, latency_us),
-            faults: vec![],
+            ..SimConfig::default()
         },
         random_checks: 2,
         latency_curve: true,
@@ -100,7 +100,7 @@ fn stop_flag_interrupts_without_a_choice_being_forced() {
         sim: SimConfig {
             seed: 3,
             latency_us: (100, 100),
-            faults: vec![],
+            ..SimConfig::default()
         },
         random_checks: 2,
         latency_curve: false,

@@ -252,6 +252,10 @@ pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome>
         "no access method could open the files: {}",
         notes.join("; ")
     );
+    if let Some(note) = fits_in_ram_note(&paths) {
+        eprintln!("note: {note}");
+        notes.push(note);
+    }
     let region = Region {
         samples_per_file: input
             .shards

@@ -222,25 +222,36 @@ fn pick_methods(asked: &[Method]) -> Vec<Method> {
         .collect()
 }
 
+/// Opens factories on demand. Each trial and raw pass gets a fresh factory that is dropped
+/// afterwards: a live `mmap` factory keeps pages mapped, and mapped pages cannot be evicted.
+struct Opener<'a> {
+    paths: &'a [PathBuf],
+    sim: &'a SimConfig,
+}
+
+impl Opener<'_> {
+    fn open(&self, method: Method) -> Result<Arc<dyn BackendFactory>, pora_io::IoError> {
+        let config = IoConfig {
+            method,
+            sim: self.sim.clone(),
+            ..IoConfig::default()
+        };
+        pora_io::open(self.paths, &config)
+    }
+}
+
 /// Runs the raw ceiling pass, the sweep and the knee's latency pass.
 pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome> {
     let paths = Miner::paths(&input.shards);
+    let opener = Opener {
+        paths: &paths,
+        sim: &input.sim,
+    };
     let mut notes = Vec::new();
-    let mut factories: BTreeMap<&'static str, Arc<dyn BackendFactory>> = BTreeMap::new();
     let mut methods = Vec::new();
     for &m in &input.methods {
-        match pora_io::open(
-            &paths,
-            &IoConfig {
-                method: m,
-                sim: input.sim.clone(),
-                ..IoConfig::default()
-            },
-        ) {
-            Ok(f) => {
-                factories.insert(m.name(), f);
-                methods.push(m);
-            }
+        match opener.open(m) {
+            Ok(_) => methods.push(m),
             Err(e) => {
                 eprintln!("SKIP {m}: {e}");
                 notes.push(format!("{m} skipped: {e}"));
@@ -265,9 +276,7 @@ pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome>
             .collect(),
     };
     let raw_sec = (input.budget_sec * 0.04).clamp(0.5, 3.0);
-    let ceiling = ceiling_pass(
-        input, &methods, &factories, &paths, &region, raw_sec, stop, &mut notes,
-    );
+    let ceiling = ceiling_pass(input, &methods, &opener, &region, raw_sec, stop, &mut notes);
     let lines = search::grid(&methods, input.limits);
     let arms: usize = lines.iter().map(Vec::len).sum();
     let curve_sec = if input.latency_curve {
@@ -279,8 +288,7 @@ pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome>
     let plan = SweepPlan::for_budget(sweep_budget, arms);
     let mut runner = MiningRunner {
         shards: &input.shards,
-        factories: &factories,
-        paths: &paths,
+        opener: &opener,
         stop,
         random_checks: input.random_checks,
         trial: 0,
@@ -303,33 +311,29 @@ pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome>
     };
     let sweep = search::sweep(&lines, &plan, &mut runner, &mut progress);
     if runner.unverified_evictions > 0 {
-        notes.push(format!("{} evictions could not be verified (pages mapped elsewhere or held by the OS): those trials may be partly warm", runner.unverified_evictions));
+        notes.push(format!(
+            "{} file evictions could not be verified (pages mapped by another process, or the file system keeps them): those trials may be partly warm",
+            runner.unverified_evictions
+        ));
     }
     let choice = search::choose(&sweep.arms, plan.knee_margin);
     let mut interrupted = sweep.interrupted || stop.load(Ordering::Relaxed);
     let mut knee_latency = None;
     let mut latency_curve = Vec::new();
     if let (Some(c), false) = (&choice, interrupted) {
-        let f = &factories[c.knee.arm.method.name()];
-        evict_all(&paths, c.knee.arm.method);
-        knee_latency = raw::run(
-            f.as_ref(),
-            &region,
-            c.knee.arm.threads,
-            c.knee.arm.depth,
-            raw_sec,
-            stop,
-        )
-        .ok();
+        let k = c.knee.arm;
+        knee_latency = raw_pass(
+            &opener, k.method, &region, k.threads, k.depth, raw_sec, stop, &mut notes,
+        );
         if input.latency_curve {
             latency_curve = latency_sweep(
                 c,
-                f.as_ref(),
-                &paths,
+                &opener,
                 &region,
                 input.limits,
                 raw_sec / 2.0,
                 stop,
+                &mut notes,
             );
         }
         interrupted = stop.load(Ordering::Relaxed);
@@ -345,14 +349,38 @@ pub fn tune(input: &TuneInput, stop: &AtomicBool) -> anyhow::Result<TuneOutcome>
     })
 }
 
-/// The device's raw ceiling: the best available async method (else many threads of a
-/// synchronous one) at a few deep queues; the highest reads/s wins.
+/// One cold raw pass on a fresh factory; failures become notes.
 #[allow(clippy::too_many_arguments)]
+fn raw_pass(
+    opener: &Opener,
+    method: Method,
+    region: &Region,
+    threads: usize,
+    depth: usize,
+    seconds: f64,
+    stop: &AtomicBool,
+    notes: &mut Vec<String>,
+) -> Option<RawResult> {
+    evict_all(opener.paths, method);
+    let result = opener
+        .open(method)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| raw::run(f.as_ref(), region, threads, depth, seconds, stop));
+    match result {
+        Ok(r) => Some(r),
+        Err(e) => {
+            notes.push(format!("raw pass {method} {threads}x{depth} failed: {e:#}"));
+            None
+        }
+    }
+}
+
+/// The device's raw ceiling: the best available asynchronous method (even one not swept), else
+/// many threads of a synchronous one, at a few deep queues; the highest reads/s wins.
 fn ceiling_pass(
     input: &TuneInput,
     methods: &[Method],
-    factories: &BTreeMap<&'static str, Arc<dyn BackendFactory>>,
-    paths: &[PathBuf],
+    opener: &Opener,
     region: &Region,
     seconds: f64,
     stop: &AtomicBool,
@@ -366,39 +394,13 @@ fn ceiling_pass(
         Method::Direct,
         Method::Pread,
         Method::Mmap,
-        Method::Sim,
     ];
-    let own;
-    let (method, factory): (Method, &dyn BackendFactory) =
-        match order.iter().find(|m| methods.contains(m)) {
-            // A method already opened for the sweep; but prefer a better real one if available.
-            Some(&m) if search::is_async(m) || methods == [Method::Sim] => {
-                (m, factories[m.name()].as_ref())
-            }
-            _ => {
-                let better = order[..4].iter().find_map(|&m| {
-                    pora_io::open(
-                        paths,
-                        &IoConfig {
-                            method: m,
-                            ..IoConfig::default()
-                        },
-                    )
-                    .ok()
-                    .map(|f| (m, f))
-                });
-                match better {
-                    Some((m, f)) => {
-                        own = f;
-                        (m, own.as_ref())
-                    }
-                    None => {
-                        let m = *order.iter().find(|m| methods.contains(m))?;
-                        (m, factories[m.name()].as_ref())
-                    }
-                }
-            }
-        };
+    let method = if methods == [Method::Sim] {
+        Method::Sim
+    } else {
+        let async_real = order[..4].iter().copied().find(|m| opener.open(*m).is_ok());
+        async_real.or_else(|| order.iter().copied().find(|m| methods.contains(m)))?
+    };
     let threads = input.limits.cpus.clamp(1, 2);
     let configs: Vec<(usize, usize)> = if search::is_async(method) {
         [32usize, 128, 256]
@@ -418,21 +420,17 @@ fn ceiling_pass(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        evict_all(paths, method);
-        match raw::run(factory, region, t, d, seconds, stop) {
-            Ok(r) => {
-                if input.progress {
-                    eprintln!(
-                        "  raw {method} {t} threads x depth {d}: {} reads/s, p99 {:.0} µs",
-                        crate::plot::si(r.iops),
-                        r.latency_us_p99
-                    );
-                }
-                if best.as_ref().is_none_or(|b| r.iops > b.iops) {
-                    best = Some(r);
-                }
+        if let Some(r) = raw_pass(opener, method, region, t, d, seconds, stop, notes) {
+            if input.progress {
+                eprintln!(
+                    "  raw {method} {t} threads x depth {d}: {} reads/s, p99 {:.0} µs",
+                    crate::plot::si(r.iops),
+                    r.latency_us_p99
+                );
             }
-            Err(e) => notes.push(format!("raw pass {method} {t}x{d} failed: {e:#}")),
+            if best.as_ref().is_none_or(|b| r.iops > b.iops) {
+                best = Some(r);
+            }
         }
     }
     best
@@ -441,12 +439,12 @@ fn ceiling_pass(
 /// Raw latency at increasing reads in flight on the chosen method, for the latency chart.
 fn latency_sweep(
     c: &Choice,
-    f: &dyn BackendFactory,
-    paths: &[PathBuf],
+    opener: &Opener,
     region: &Region,
     limits: GridLimits,
     seconds: f64,
     stop: &AtomicBool,
+    notes: &mut Vec<String>,
 ) -> Vec<RawResult> {
     let arm = c.knee.arm;
     let configs: Vec<(usize, usize)> = if search::is_async(arm.method) {
@@ -467,10 +465,9 @@ fn latency_sweep(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        evict_all(paths, arm.method);
-        if let Ok(r) = raw::run(f, region, t, d, seconds, stop) {
-            out.push(r);
-        }
+        out.extend(raw_pass(
+            opener, arm.method, region, t, d, seconds, stop, notes,
+        ));
     }
     out
 }
@@ -506,8 +503,7 @@ fn evict_all(paths: &[PathBuf], method: Method) -> usize {
 /// Runs trials through the production mining path.
 struct MiningRunner<'a> {
     shards: &'a [ShardSet],
-    factories: &'a BTreeMap<&'static str, Arc<dyn BackendFactory>>,
-    paths: &'a [PathBuf],
+    opener: &'a Opener<'a>,
     stop: &'a AtomicBool,
     random_checks: u32,
     trial: u64,
@@ -520,7 +516,7 @@ impl TrialRunner for MiningRunner<'_> {
             return Err(TrialError::Interrupted);
         }
         let started = Instant::now();
-        self.unverified_evictions += evict_all(self.paths, arm.method);
+        self.unverified_evictions += evict_all(self.opener.paths, arm.method);
         let config = MineConfig {
             threads: arm.threads,
             depth: arm.depth,
@@ -533,7 +529,10 @@ impl TrialRunner for MiningRunner<'_> {
             on_io_error: OnIoError::Retry,
             miner: None,
         };
-        let factory = self.factories[arm.method.name()].clone();
+        let factory = self
+            .opener
+            .open(arm.method)
+            .map_err(|e| TrialError::Arm(e.to_string()))?;
         let miner = Miner::new(self.shards.to_vec(), factory, config)
             .map_err(|e| TrialError::Arm(e.to_string()))?;
         // A fresh randao per trial: different samples, so no trial reuses another's cache.

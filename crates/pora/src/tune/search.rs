@@ -283,20 +283,26 @@ pub fn sweep(
     }
 }
 
-/// Marks arms whose mean is more than `drop_margin` below the best as dropped; when more than
-/// half survive that, also drops the lower half, but never an arm within `knee_margin` of the
-/// best (they are the knee candidates).
+/// Marks arms clearly worse than the best as dropped, then, when more than half survive, the
+/// lower half too, but never an arm within `knee_margin` of the best (the knee candidates).
+/// "Clearly" widens with the noise: the margin is `drop_margin` or three times the median
+/// coefficient of variation of repeated arms, and 50% while no arm has been repeated, so one
+/// unlucky trial on a busy machine does not eliminate an arm.
 fn drop_clearly_worse(arms: &mut [ArmStats], plan: &SweepPlan) {
     let best = best_mean(arms);
     if best <= 0.0 {
         return;
     }
+    let margin = match median_cv(arms) {
+        Some(noise) => plan.drop_margin.max(3.0 * noise).min(0.9),
+        None => plan.drop_margin.max(0.5),
+    };
     let mut alive: Vec<usize> = Vec::new();
     for (i, a) in arms.iter_mut().enumerate() {
         if a.dropped.is_some() {
             continue;
         }
-        if a.mean() < best * (1.0 - plan.drop_margin) {
+        if a.mean() < best * (1.0 - margin) {
             a.dropped = Some(format!(
                 "dropped: {:.0}% below the best",
                 100.0 * (1.0 - a.mean() / best)
@@ -310,10 +316,27 @@ fn drop_clearly_worse(arms: &mut [ArmStats], plan: &SweepPlan) {
         let keep = alive.len().div_ceil(2);
         for &i in &alive[keep..] {
             if arms[i].mean() < best * (1.0 - plan.knee_margin) {
-                arms[i].dropped = Some("dropped: lower half of a round".into());
+                arms[i].dropped = Some(format!(
+                    "dropped: lower half of a round ({:.0}% below the best)",
+                    100.0 * (1.0 - arms[i].mean() / best)
+                ));
             }
         }
     }
+}
+
+/// The median coefficient of variation over arms measured at least twice.
+pub fn median_cv(arms: &[ArmStats]) -> Option<f64> {
+    let mut cvs: Vec<f64> = arms
+        .iter()
+        .filter(|a| a.trials.len() >= 2)
+        .map(ArmStats::cv)
+        .collect();
+    if cvs.is_empty() {
+        return None;
+    }
+    cvs.sort_by(f64::total_cmp);
+    Some(cvs[cvs.len() / 2])
 }
 
 fn best_mean(arms: &[ArmStats]) -> f64 {

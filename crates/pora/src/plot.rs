@@ -91,7 +91,9 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(188, 189, 34),
 ];
 
-const PANEL_W: u32 = 900;
+const PANEL_W: u32 = 1100;
+/// Room right of the plot for the legend.
+const LEGEND_W: u32 = 250;
 const PANEL_H: u32 = 520;
 
 /// Writes `charts` stacked vertically into one SVG file.
@@ -129,16 +131,14 @@ fn draw_panel<DB: DrawingBackend>(
         x_max.max(2.0).log2().ceil().exp2().max(x_min * 2.0),
     );
     if chart.log_y {
-        let lo = y_min.max(1e-3).log10().floor();
-        let hi = y_max.max(y_min * 10.0).log10().ceil();
-        draw_with_y(
-            area,
-            chart,
-            x_range,
-            (10f64.powf(lo)..10f64.powf(hi)).log_scale(),
-        )
+        let (lo, hi) = (
+            10f64.powf(y_min.max(1e-3).log10().floor()),
+            10f64.powf(y_max.max(y_min * 10.0).log10().ceil()),
+        );
+        draw_with_y(area, chart, x_range, (lo..hi).log_scale())
     } else {
-        draw_with_y(area, chart, x_range, 0f64..(y_max * 1.12).max(1.0))
+        let hi = (y_max * 1.12).max(1.0);
+        draw_with_y(area, chart, x_range, 0f64..hi)
     }
 }
 
@@ -156,7 +156,7 @@ where
     let mut ctx = ChartBuilder::on(area)
         .caption(&chart.title, ("sans-serif", 22))
         .margin(14)
-        .margin_right(28)
+        .margin_right(LEGEND_W)
         .x_label_area_size(48)
         .y_label_area_size(84)
         .build_cartesian_2d((x.0..x.1).log_scale().base(2.0), y)
@@ -176,43 +176,52 @@ where
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(e)?
-            .label(s.label.as_str())
-            .legend(move |(lx, ly)| {
-                PathElement::new(vec![(lx, ly), (lx + 22, ly)], color.stroke_width(2))
-            });
+            .map_err(e)?;
         ctx.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
             .map_err(e)?;
     }
     for h in &chart.hlines {
-        let style = BLACK.stroke_width(2);
         ctx.draw_series(DashedLineSeries::new(
             vec![(x.0, h.y), (x.1, h.y)],
             10,
             6,
-            style,
+            BLACK.stroke_width(2),
         ))
-        .map_err(e)?
-        .label(h.label.as_str())
-        .legend(move |(lx, ly)| {
-            PathElement::new(
-                vec![(lx, ly), (lx + 8, ly), (lx + 14, ly), (lx + 22, ly)],
-                style,
-            )
-        });
+        .map_err(e)?;
     }
-    ctx.configure_series_labels()
-        // Throughput curves rise and flatten (empty lower right); latency rises to the right.
-        .position(if chart.log_y {
-            SeriesLabelPosition::UpperLeft
-        } else {
-            SeriesLabelPosition::LowerRight
-        })
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(e)
+    draw_legend(area, chart).map_err(e)
+}
+
+/// The legend in the panel's right margin, outside the plot, so it never hides a line or the
+/// ceiling (plotters clips its own legend to the plotting area).
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let x = area.dim_in_pixel().0 as i32 - LEGEND_W as i32 + 8;
+    let font = ("sans-serif", 14).into_font().color(&BLACK);
+    let mut y = 56;
+    for (i, s) in chart.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 24, y)],
+            color.stroke_width(2),
+        ))?;
+        area.draw(&Circle::new((x + 12, y), 3, color.filled()))?;
+        area.draw(&Text::new(s.label.clone(), (x + 32, y - 8), font.clone()))?;
+        y += 22;
+    }
+    for h in &chart.hlines {
+        for dash in [0, 14] {
+            area.draw(&PathElement::new(
+                vec![(x + dash, y), (x + dash + 10, y)],
+                BLACK.stroke_width(2),
+            ))?;
+        }
+        area.draw(&Text::new(h.label.clone(), (x + 32, y - 8), font.clone()))?;
+        y += 22;
+    }
+    Ok(())
 }
 
 /// 1234567 -> "1.23M": short tick labels.

@@ -488,43 +488,40 @@ fn shard_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding {
 
 /// Whether a tune profile exists next to the first file and still matches.
 fn profile_finding(files: &[PathBuf]) -> Finding {
-    let path = profile::default_path(&files[0]);
-    if !path.exists() {
-        return finding(
+    let rerun = Some(format!("run `pora tune {}`", join(files)));
+    match profile::lookup(files, None) {
+        Ok(profile::Lookup::Absent) => finding(
             "profile",
             Severity::Info,
-            format!("no tune profile at {}", path.display()),
+            format!(
+                "no tune profile at {}",
+                profile::default_path(&files[0]).display()
+            ),
             Some(format!(
                 "run `pora tune {}` to measure and save the best method/threads/depth",
                 join(files)
             )),
-        );
+        ),
+        Ok(profile::Lookup::Stale { path, why }) => finding(
+            "profile",
+            Severity::Warn,
+            format!("profile {} is stale: {why}", path.display()),
+            rerun,
+        ),
+        Ok(profile::Lookup::Use { path, profile: p }) => {
+            let msg = format!(
+                "profile {} matches: {} threads {} depth {} ({:.0} samples/s, {})",
+                path.display(),
+                p.method,
+                p.threads,
+                p.depth,
+                p.measured.samples_per_sec,
+                p.created
+            );
+            finding("profile", Severity::Ok, msg, None)
+        }
+        Err(e) => finding("profile", Severity::Warn, format!("{e:#}"), rerun),
     }
-    let rerun = Some(format!("re-run `pora tune {}`", join(files)));
-    let p = match profile::load(&path) {
-        Ok(p) => p,
-        Err(e) => return finding("profile", Severity::Warn, format!("{e:#}"), rerun),
-    };
-    let now = profile::fingerprint(files);
-    if p.matches(&now) {
-        let msg = format!(
-            "profile {} matches: {} threads {} depth {} ({:.0} samples/s, {})",
-            path.display(),
-            p.method,
-            p.threads,
-            p.depth,
-            p.measured.samples_per_sec,
-            p.created
-        );
-        return finding("profile", Severity::Ok, msg, None);
-    }
-    let why = p.mismatch(&now).unwrap_or_default();
-    finding(
-        "profile",
-        Severity::Warn,
-        format!("profile {} is stale: {why}", path.display()),
-        rerun,
-    )
 }
 
 fn join(files: &[PathBuf]) -> String {

@@ -159,14 +159,47 @@ pub fn default_path(first_file: &Path) -> PathBuf {
     first_file.with_file_name(name)
 }
 
-/// The fingerprint of `files` as they are now (missing facts stay `None`).
+/// The fingerprint of `files` as they are now (missing facts stay `None`), sorted by path so
+/// that the order files are given in does not matter.
 pub fn fingerprint(files: &[PathBuf]) -> Fingerprint {
     let roots = pora_io::probe::Roots::default();
-    Fingerprint {
-        files: files.iter().map(|p| file_fingerprint(p, &roots)).collect(),
-    }
+    let mut files: Vec<FileFingerprint> =
+        files.iter().map(|p| file_fingerprint(p, &roots)).collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Fingerprint { files }
 }
 
+/// What [`lookup`] found for a set of files.
+#[derive(Debug)]
+pub enum Lookup {
+    /// No profile at the default path (and none was asked for).
+    Absent,
+    /// A profile exists but was measured on other files, device or file system.
+    Stale { path: PathBuf, why: String },
+    /// A profile that matches the files now.
+    Use { path: PathBuf, profile: Profile },
+}
+
+/// Finds the profile for `files`: `explicit` (`--profile PATH`, which must load) or the default
+/// path next to the first file, and checks its fingerprint.
+pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> anyhow::Result<Lookup> {
+    let Some(first) = files.first() else {
+        return Ok(Lookup::Absent);
+    };
+    let path = explicit
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_path(first));
+    if explicit.is_none() && !path.exists() {
+        return Ok(Lookup::Absent);
+    }
+    let profile = load(&path)?;
+    let now = fingerprint(files);
+    if profile.matches(&now) {
+        return Ok(Lookup::Use { path, profile });
+    }
+    let why = profile.mismatch(&now).unwrap_or_default();
+    Ok(Lookup::Stale { path, why })
+}
 fn file_fingerprint(path: &Path, roots: &pora_io::probe::Roots) -> FileFingerprint {
     let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let meta = std::fs::metadata(path).ok();
@@ -302,6 +335,34 @@ mod tests {
         let mut touched = profile.fingerprint.clone();
         touched.files[0].mtime_unix_sec = Some(1);
         assert!(profile.matches(&touched));
+    }
+
+    #[test]
+    fn lookup_finds_default_profile_in_any_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, first) = sample(dir.path());
+        let second = dir.path().join("shard1.dat");
+        std::fs::write(&second, vec![2u8; 4096]).unwrap();
+        let files = vec![first.clone(), second.clone()];
+        assert!(matches!(lookup(&files, None).unwrap(), Lookup::Absent));
+        let mut profile = sample(dir.path()).0;
+        profile.fingerprint = fingerprint(&files);
+        profile.save(&default_path(&first)).unwrap();
+        assert!(matches!(lookup(&files, None).unwrap(), Lookup::Use { .. }));
+        // Same files in another order: still the same fingerprint (default path follows the
+        // first file, so give the profile explicitly).
+        let swapped = vec![second.clone(), first.clone()];
+        assert!(matches!(
+            lookup(&swapped, Some(&default_path(&first))).unwrap(),
+            Lookup::Use { .. }
+        ));
+        // One file only: stale.
+        assert!(matches!(
+            lookup(&files[..1], None).unwrap(),
+            Lookup::Stale { .. }
+        ));
+        // An explicit profile that does not exist is an error.
+        assert!(lookup(&files, Some(&dir.path().join("none.toml"))).is_err());
     }
 
     #[test]

@@ -593,6 +593,9 @@ impl Report {
     }
 
     fn print(&self, o: &TuneOutcome, profile: Option<&PathBuf>) {
+        if o.interrupted {
+            println!("INTERRUPTED: partial results from the trials that finished");
+        }
         println!(
             "pora tune: {} arms measured in {:.0} s",
             o.sweep.arms.iter().filter(|a| !a.trials.is_empty()).count(),

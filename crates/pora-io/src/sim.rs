@@ -16,7 +16,10 @@
 //! nothing is allocated per read. [`SimStats`] is a shared handle of counters (including the
 //! most reads any one worker ever had in flight) that tests keep a clone of.
 
-use crate::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
+use crate::{
+    Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError,
+    ReadErrorKind, Sample, SAMPLE_LEN,
+};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::cmp::Reverse;
@@ -100,16 +103,25 @@ impl SimStats {
     }
 }
 
-pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     let sim = &config.sim;
     let bad = |what: &str| Err(IoError::Config(format!("sim: {what}")));
     if sim.latency_us.0 > sim.latency_us.1 || sim.slow_latency_us.0 > sim.slow_latency_us.1 {
         return bad("latency range must be (low, high) with low <= high");
     }
-    if !(0.0..=1.0).contains(&sim.slow_probability) || !(0.0..=1.0).contains(&sim.fault_probability.unwrap_or(1.0)) {
+    if !(0.0..=1.0).contains(&sim.slow_probability)
+        || !(0.0..=1.0).contains(&sim.fault_probability.unwrap_or(1.0))
+    {
         return bad("probabilities must be between 0 and 1");
     }
-    if let Some(f) = sim.faults.iter().find(|f| f.file as usize >= paths.len() || f.offset_start >= f.offset_end) {
+    if let Some(f) = sim
+        .faults
+        .iter()
+        .find(|f| f.file as usize >= paths.len() || f.offset_start >= f.offset_end)
+    {
         return bad(&format!("fault {f:?} names no file or an empty range"));
     }
     if config.block_size != crate::BlockSize::Natural {
@@ -117,9 +129,17 @@ pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn Backe
     }
     let files = paths
         .iter()
-        .map(|p| File::open(p).map_err(|source| IoError::Open { path: p.clone(), source }))
+        .map(|p| {
+            File::open(p).map_err(|source| IoError::Open {
+                path: p.clone(),
+                source,
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Arc::new(SimFactory { files: Arc::new(files), config: sim.clone() }))
+    Ok(Arc::new(SimFactory {
+        files: Arc::new(files),
+        config: sim.clone(),
+    }))
 }
 
 struct SimFactory {
@@ -146,8 +166,15 @@ impl BackendFactory for SimFactory {
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let depth = depth.max(1);
-        let worker_no = self.config.stats.inner.workers_created.fetch_add(1, Ordering::Relaxed);
-        let rng = Xoshiro256PlusPlus::seed_from_u64(self.config.seed ^ worker_no.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let worker_no = self
+            .config
+            .stats
+            .inner
+            .workers_created
+            .fetch_add(1, Ordering::Relaxed);
+        let rng = Xoshiro256PlusPlus::seed_from_u64(
+            self.config.seed ^ worker_no.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        );
         Ok(Box::new(SimBackend {
             files: self.files.clone(),
             config: self.config.clone(),
@@ -205,19 +232,23 @@ impl SimBackend {
     /// The injected fault for `read`, drawn in push order (so it is deterministic).
     fn draw_fault(&mut self, read: &Read) -> Option<ReadErrorKind> {
         let end = read.offset.saturating_add(SAMPLE_LEN as u64);
-        let fault = self
-            .config
-            .faults
-            .iter()
-            .find(|f| f.file == read.file && read.offset < f.offset_end && f.offset_start < end)?;
-        let short = fault.short_read.then(|| fault.offset_start.saturating_sub(read.offset) as u32);
+        let fault =
+            self.config.faults.iter().find(|f| {
+                f.file == read.file && read.offset < f.offset_end && f.offset_start < end
+            })?;
+        let short = fault
+            .short_read
+            .then(|| fault.offset_start.saturating_sub(read.offset) as u32);
         if let Some(p) = self.config.fault_probability {
             if self.unit() >= p {
                 return None;
             }
         }
         Some(match short {
-            Some(got) => ReadErrorKind::ShortRead { got, wanted: SAMPLE_LEN as u32 },
+            Some(got) => ReadErrorKind::ShortRead {
+                got,
+                wanted: SAMPLE_LEN as u32,
+            },
             None => eio(),
         })
     }
@@ -241,17 +272,29 @@ fn read_at(file: &File, file_idx: u32, offset: u64) -> Result<Sample, ReadError>
         #[cfg(unix)]
         let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64);
         #[cfg(windows)]
-        let n = std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64);
+        let n =
+            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64);
         match n {
             Ok(0) => {
-                let kind = ReadErrorKind::ShortRead { got: got as u32, wanted: SAMPLE_LEN as u32 };
-                return Err(ReadError { file: file_idx, offset, kind });
+                let kind = ReadErrorKind::ShortRead {
+                    got: got as u32,
+                    wanted: SAMPLE_LEN as u32,
+                };
+                return Err(ReadError {
+                    file: file_idx,
+                    offset,
+                    kind,
+                });
             }
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 let kind = ReadErrorKind::Os(e.raw_os_error().unwrap_or(5));
-                return Err(ReadError { file: file_idx, offset, kind });
+                return Err(ReadError {
+                    file: file_idx,
+                    offset,
+                    kind,
+                });
             }
         }
     }
@@ -277,18 +320,36 @@ impl Backend for SimBackend {
         let fault = self.draw_fault(&read);
         let result = match (fault, self.files.get(read.file as usize)) {
             (Some(kind), _) => {
-                self.config.stats.inner.faults_injected.fetch_add(1, Ordering::Relaxed);
-                Some(Err(ReadError { file: read.file, offset: read.offset, kind }))
+                self.config
+                    .stats
+                    .inner
+                    .faults_injected
+                    .fetch_add(1, Ordering::Relaxed);
+                Some(Err(ReadError {
+                    file: read.file,
+                    offset: read.offset,
+                    kind,
+                }))
             }
-            (None, None) => Some(Err(ReadError { file: read.file, offset: read.offset, kind: ReadErrorKind::OutOfBounds { file_len: 0 } })),
+            (None, None) => Some(Err(ReadError {
+                file: read.file,
+                offset: read.offset,
+                kind: ReadErrorKind::OutOfBounds { file_len: 0 },
+            })),
             // The bytes are read at submit time, like a real device.
             (None, Some(_)) => None,
         };
-        self.slots[slot_no as usize] = Slot { read: Some(read), latency, result };
+        self.slots[slot_no as usize] = Slot {
+            read: Some(read),
+            latency,
+            result,
+        };
         self.queued.push(slot_no);
         let stats = &self.config.stats.inner;
         stats.reads_pushed.fetch_add(1, Ordering::Relaxed);
-        stats.max_in_flight_seen.fetch_max(self.in_flight(), Ordering::Relaxed);
+        stats
+            .max_in_flight_seen
+            .fetch_max(self.in_flight(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -299,16 +360,30 @@ impl Backend for SimBackend {
             let slot = &mut self.slots[slot_no as usize];
             let read = slot.read.expect("a queued slot holds its read");
             if slot.result.is_none() {
-                slot.result = Some(read_at(&self.files[read.file as usize], read.file, read.offset));
+                slot.result = Some(read_at(
+                    &self.files[read.file as usize],
+                    read.file,
+                    read.offset,
+                ));
             }
             self.push_seq += 1;
-            self.due.push(Reverse((now + slot.latency, self.push_seq, slot_no)));
+            self.due
+                .push(Reverse((now + slot.latency, self.push_seq, slot_no)));
         }
-        self.config.stats.inner.reads_submitted.fetch_add(submitted, Ordering::Relaxed);
+        self.config
+            .stats
+            .inner
+            .reads_submitted
+            .fetch_add(submitted, Ordering::Relaxed);
         Ok(())
     }
 
-    fn reap(&mut self, out: &mut Vec<Completion>, min_complete: usize, deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min_complete: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         // Only submitted reads can complete; waiting for more would never end.
         let min_complete = min_complete.min(self.due.len());
         let mut appended = 0;
@@ -321,19 +396,31 @@ impl Backend for SimBackend {
                 self.due.pop();
                 let slot = &mut self.slots[slot_no as usize];
                 let read = slot.read.take().expect("a due slot holds its read");
-                let result = slot.result.take().expect("a submitted slot holds its result");
-                out.push(Completion { tag: read.tag, result });
+                let result = slot
+                    .result
+                    .take()
+                    .expect("a submitted slot holds its result");
+                out.push(Completion {
+                    tag: read.tag,
+                    result,
+                });
                 self.free.push(slot_no);
                 appended += 1;
             }
             if appended >= min_complete || deadline.is_some_and(|d| now >= d) {
                 break;
             }
-            let Some(&Reverse((next_due, _, _))) = self.due.peek() else { break };
+            let Some(&Reverse((next_due, _, _))) = self.due.peek() else {
+                break;
+            };
             let wake = deadline.map_or(next_due, |d| d.min(next_due));
             std::thread::sleep(wake.saturating_duration_since(now));
         }
-        self.config.stats.inner.completions_reaped.fetch_add(appended as u64, Ordering::Relaxed);
+        self.config
+            .stats
+            .inner
+            .completions_reaped
+            .fetch_add(appended as u64, Ordering::Relaxed);
         Ok(appended)
     }
 }
@@ -351,7 +438,15 @@ mod tests {
     }
 
     fn open_sim(f: &tempfile::NamedTempFile, sim: SimConfig) -> Arc<dyn BackendFactory> {
-        crate::open(&[f.path().to_path_buf()], &IoConfig { method: Method::Sim, sim, ..Default::default() }).unwrap()
+        crate::open(
+            &[f.path().to_path_buf()],
+            &IoConfig {
+                method: Method::Sim,
+                sim,
+                ..Default::default()
+            },
+        )
+        .unwrap()
     }
 
     fn drain(b: &mut dyn Backend) -> Vec<Completion> {
@@ -366,12 +461,28 @@ mod tests {
     fn delivers_real_bytes_reordered_by_seeded_latency_and_deterministically() {
         let f = file_of(1 << 16);
         let order = |seed| {
-            let sim = SimConfig { seed, latency_us: (100, 3000), ..Default::default() };
+            let sim = SimConfig {
+                seed,
+                latency_us: (100, 3000),
+                ..Default::default()
+            };
             let mut b = open_sim(&f, sim).worker(64).unwrap();
             for tag in 0..64u32 {
-                b.push(Read { tag, file: 0, offset: u64::from(tag) * 100 }).unwrap();
+                b.push(Read {
+                    tag,
+                    file: 0,
+                    offset: u64::from(tag) * 100,
+                })
+                .unwrap();
             }
-            assert_eq!(b.push(Read { tag: 99, file: 0, offset: 0 }), Err(QueueFull));
+            assert_eq!(
+                b.push(Read {
+                    tag: 99,
+                    file: 0,
+                    offset: 0
+                }),
+                Err(QueueFull)
+            );
             b.submit().unwrap();
             let done = drain(b.as_mut());
             for c in &done {
@@ -381,7 +492,11 @@ mod tests {
             done.iter().map(|c| c.tag).collect::<Vec<_>>()
         };
         let a = order(7);
-        assert_ne!(a, (0..64).collect::<Vec<_>>(), "completions must be reordered");
+        assert_ne!(
+            a,
+            (0..64).collect::<Vec<_>>(),
+            "completions must be reordered"
+        );
         assert_eq!(a, order(7), "same seed, same pushes: same order");
         assert_ne!(a, order(8));
     }
@@ -393,28 +508,66 @@ mod tests {
         let sim = SimConfig {
             latency_us: (50_000, 50_000),
             faults: vec![
-                SimFault { file: 0, offset_start: 1000, offset_end: 1001, short_read: false },
-                SimFault { file: 0, offset_start: 2010, offset_end: 3000, short_read: true },
+                SimFault {
+                    file: 0,
+                    offset_start: 1000,
+                    offset_end: 1001,
+                    short_read: false,
+                },
+                SimFault {
+                    file: 0,
+                    offset_start: 2010,
+                    offset_end: 3000,
+                    short_read: true,
+                },
             ],
             stats: stats.clone(),
             ..Default::default()
         };
         let mut b = open_sim(&f, sim).worker(4).unwrap();
         for (tag, offset) in [(0, 990), (1, 1001), (2, 2000), (3, 5000)] {
-            b.push(Read { tag, file: 0, offset }).unwrap();
+            b.push(Read {
+                tag,
+                file: 0,
+                offset,
+            })
+            .unwrap();
         }
         b.submit().unwrap();
         let mut out = Vec::new();
         let t = Instant::now();
-        assert_eq!(b.reap(&mut out, 1, Some(t + Duration::from_millis(5))).unwrap(), 0);
-        assert!(t.elapsed() < Duration::from_millis(40), "reap must return at its deadline");
+        assert_eq!(
+            b.reap(&mut out, 1, Some(t + Duration::from_millis(5)))
+                .unwrap(),
+            0
+        );
+        assert!(
+            t.elapsed() < Duration::from_millis(40),
+            "reap must return at its deadline"
+        );
         let mut done = drain(b.as_mut());
         done.sort_by_key(|c| c.tag);
-        let kinds: Vec<_> = done.iter().map(|c| c.result.as_ref().err().map(|e| e.kind)).collect();
+        let kinds: Vec<_> = done
+            .iter()
+            .map(|c| c.result.as_ref().err().map(|e| e.kind))
+            .collect();
         assert_eq!(kinds[0], Some(eio()));
         assert_eq!(kinds[1], None);
-        assert_eq!(kinds[2], Some(ReadErrorKind::ShortRead { got: 10, wanted: 32 }));
+        assert_eq!(
+            kinds[2],
+            Some(ReadErrorKind::ShortRead {
+                got: 10,
+                wanted: 32
+            })
+        );
         assert_eq!(kinds[3], None);
-        assert_eq!((stats.faults_injected(), stats.max_in_flight_seen(), stats.completions_reaped()), (2, 4, 4));
+        assert_eq!(
+            (
+                stats.faults_injected(),
+                stats.max_in_flight_seen(),
+                stats.completions_reaped()
+            ),
+            (2, 4, 4)
+        );
     }
 }

@@ -19,12 +19,21 @@ fn bad(msg: String) -> Result<(), MineError> {
 
 /// Refuses every value outside the documented limits.
 pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError> {
-    let MineConfig { threads, depth, random_checks, .. } = *config;
+    let MineConfig {
+        threads,
+        depth,
+        random_checks,
+        ..
+    } = *config;
     if !(1..=MAX_THREADS).contains(&threads) {
-        return bad(format!("--threads {threads}: must be between 1 and {MAX_THREADS}"));
+        return bad(format!(
+            "--threads {threads}: must be between 1 and {MAX_THREADS}"
+        ));
     }
     if !(1..=MAX_DEPTH).contains(&depth) {
-        return bad(format!("--depth {depth}: must be between 1 and {MAX_DEPTH} reads in flight per thread"));
+        return bad(format!(
+            "--depth {depth}: must be between 1 and {MAX_DEPTH} reads in flight per thread"
+        ));
     }
     if threads * depth > MAX_TOTAL_CHAINS {
         return bad(format!(
@@ -33,10 +42,15 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
         ));
     }
     if !(1..=MAX_RANDOM_CHECKS).contains(&random_checks) {
-        return bad(format!("--random-checks {random_checks}: must be between 1 and {MAX_RANDOM_CHECKS}"));
+        return bad(format!(
+            "--random-checks {random_checks}: must be between 1 and {MAX_RANDOM_CHECKS}"
+        ));
     }
     if config.nonces.start >= config.nonces.end {
-        return bad(format!("--nonces {}..{}: the range is empty", config.nonces.start, config.nonces.end));
+        return bad(format!(
+            "--nonces {}..{}: the range is empty",
+            config.nonces.start, config.nonces.end
+        ));
     }
     if config.slot.is_zero() {
         return bad("--slot: must be longer than zero".into());

@@ -114,9 +114,11 @@ pub struct SlotReport {
     /// How long after the deadline the last worker returned (0 when the slot ended early).
     pub deadline_overshoot_sec: f64,
     pub bottleneck: Bottleneck,
-    /// Share of the workers' time spent waiting in the backend (submit + reap), 0..1: what the
-    /// bottleneck verdict is based on.
+    /// Share of the workers' wall time spent waiting in the backend (submit + reap), 0..1.
     pub io_wait_fraction: f64,
+    /// The workers' busy (hashing, bookkeeping) wall time over `min(threads, CPUs) x elapsed`,
+    /// 0..1: at 0.5 or more the bottleneck is the CPU, below it the disk.
+    pub cpu_busy_fraction: f64,
     /// First few read errors, with file path and offset, for the user.
     pub io_error_messages: Vec<String>,
     /// Whether the slot was cut short by the stop flag (Ctrl-C).
@@ -131,9 +133,18 @@ pub enum MineError {
     #[error(transparent)]
     Io(#[from] pora_io::IoError),
     #[error("{path}: read at offset {offset} failed: {why} (--on-io-error stop)")]
-    Read { path: PathBuf, offset: u64, why: String },
+    Read {
+        path: PathBuf,
+        offset: u64,
+        why: String,
+    },
     #[error("nonce {nonce} of shard {shard}: the scheduler's hash1 {scheduler} differs from the single-nonce path's {plain}; not reported")]
-    VerifyMismatch { shard: u64, nonce: u64, scheduler: H256, plain: H256 },
+    VerifyMismatch {
+        shard: u64,
+        nonce: u64,
+        scheduler: H256,
+        plain: H256,
+    },
 }
 
 /// A configured miner over a set of shards and one opened backend factory.
@@ -159,11 +170,18 @@ impl Miner {
     }
 
     /// Checks the configuration (threads, depth, nonce range) and builds the miner.
-    pub fn new(shards: Vec<ShardSet>, factory: Arc<dyn BackendFactory>, config: MineConfig) -> Result<Miner, MineError> {
+    pub fn new(
+        shards: Vec<ShardSet>,
+        factory: Arc<dyn BackendFactory>,
+        config: MineConfig,
+    ) -> Result<Miner, MineError> {
         config::validate(&config, shards.len())?;
         let paths = Miner::paths(&shards);
         if paths.len() > u32::MAX as usize {
-            return Err(MineError::Config(format!("{} files: too many", paths.len())));
+            return Err(MineError::Config(format!(
+                "{} files: too many",
+                paths.len()
+            )));
         }
         let mut file_bases = Vec::with_capacity(shards.len());
         let mut next = 0u32;
@@ -171,8 +189,14 @@ impl Miner {
             file_bases.push(next);
             next += shard.files.len() as u32;
         }
-        let plans = shards.iter().zip(&file_bases).map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner)).collect();
-        let backends = (0..config.threads).map(|_| factory.worker(config.depth)).collect::<Result<Vec<_>, _>>()?;
+        let plans = shards
+            .iter()
+            .zip(&file_bases)
+            .map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner))
+            .collect();
+        let backends = (0..config.threads)
+            .map(|_| factory.worker(config.depth))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Miner {
             verifier: Mutex::new(verify::Verifier::new(paths.clone())),
             shards,

@@ -52,8 +52,16 @@ impl ShardPlan {
     pub fn target(&self, hash: &Lanes) -> ReadTarget {
         let sample_idx = (low_u64_be(hash) & self.row_mask) + self.first_sample;
         let byte = sample_idx << SAMPLE_SIZE_BITS;
-        let file = if self.file_starts.len() == 1 { 0 } else { self.file_starts.partition_point(|&s| s <= byte) - 1 };
-        ReadTarget { sample_idx, file: self.file_base + file as u32, offset: HEADER_SIZE + (byte - self.file_starts[file]) }
+        let file = if self.file_starts.len() == 1 {
+            0
+        } else {
+            self.file_starts.partition_point(|&s| s <= byte) - 1
+        };
+        ReadTarget {
+            sample_idx,
+            file: self.file_base + file as u32,
+            offset: HEADER_SIZE + (byte - self.file_starts[file]),
+        }
     }
 }
 
@@ -75,12 +83,20 @@ mod tests {
             miner: Address([1; 20]),
             status: 0,
         };
-        DataFile { path: name.into(), file_len: header.allocated_len().unwrap(), header }
+        DataFile {
+            path: name.into(),
+            file_len: header.allocated_len().unwrap(),
+            header,
+        }
     }
 
     #[test]
     fn target_agrees_with_shard_set_locate() {
-        let shard = ShardSet::from_files(vec![file("b", 8192 + 4096, 4096), file("a", 8192, 4096)], None).unwrap();
+        let shard = ShardSet::from_files(
+            vec![file("b", 8192 + 4096, 4096), file("a", 8192, 4096)],
+            None,
+        )
+        .unwrap();
         let plan = ShardPlan::new(&shard, 5, None);
         let mut x = 0x1234_5678_9abc_def0u64;
         for _ in 0..10_000 {
@@ -88,9 +104,17 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let t = plan.target(&[0, 0, 0, u64::from_le_bytes(x.to_be_bytes())]);
-            let want_idx = (x & ((1 << shard.geometry.row_bits()) - 1)) + shard.geometry.first_sample();
+            let want_idx =
+                (x & ((1 << shard.geometry.row_bits()) - 1)) + shard.geometry.first_sample();
             let loc = shard.locate(want_idx).unwrap();
-            assert_eq!(t, ReadTarget { sample_idx: want_idx, file: 5 + loc.file as u32, offset: loc.offset });
+            assert_eq!(
+                t,
+                ReadTarget {
+                    sample_idx: want_idx,
+                    file: 5 + loc.file as u32,
+                    offset: loc.offset
+                }
+            );
         }
     }
 }

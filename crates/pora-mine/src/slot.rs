@@ -20,7 +20,10 @@ const MAX_REPORTED_MESSAGES: usize = 16;
 
 pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
     let config = &miner.config;
-    let mut backends = miner.backends.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut backends = miner
+        .backends
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     for backend in backends.iter_mut() {
         drain_stale(miner, backend)?;
     }
@@ -30,7 +33,11 @@ pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<Slot
     let start = Instant::now();
     let shared = SlotShared {
         plans: &miner.plans,
-        prefixes: miner.plans.iter().map(|p| p.prefix(randao)).collect::<Vec<Hash0Prefix>>(),
+        prefixes: miner
+            .plans
+            .iter()
+            .map(|p| p.prefix(randao))
+            .collect::<Vec<Hash0Prefix>>(),
         paths: &miner.paths,
         nonces: config.nonces.clone(),
         claimed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
@@ -51,12 +58,24 @@ pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<Slot
             .iter_mut()
             .map(|backend| scope.spawn(move || worker::run(backend.as_mut(), shared, config.depth)))
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
     });
     let ended = Instant::now();
     drop(backends);
     let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let mut report = summarize(miner, randao, &outcomes, ended - start, ended.saturating_duration_since(shared.deadline));
+    let mut report = summarize(
+        miner,
+        randao,
+        &outcomes,
+        ended - start,
+        ended.saturating_duration_since(shared.deadline),
+    );
     attach_found(miner, randao, &outcomes, &mut report)?;
     Ok(report)
 }
@@ -80,7 +99,13 @@ fn drain_stale(miner: &Miner, backend: &mut Box<dyn Backend>) -> Result<(), Mine
     Ok(())
 }
 
-fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: Duration, past_deadline: Duration) -> SlotReport {
+fn summarize(
+    miner: &Miner,
+    randao: &H256,
+    outcomes: &[WorkerOutcome],
+    elapsed: Duration,
+    past_deadline: Duration,
+) -> SlotReport {
     let config = &miner.config;
     let nonce_limit = config.nonces.end - config.nonces.start;
     let elapsed_sec = elapsed.as_secs_f64();
@@ -89,11 +114,13 @@ fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: 
         .iter()
         .enumerate()
         .map(|(s, plan)| {
-            let total = outcomes.iter().fold(ShardTally::default(), |acc, o| ShardTally {
-                tried: acc.tried + o.tallies[s].tried,
-                samples: acc.samples + o.tallies[s].samples,
-                io_errors: acc.io_errors + o.tallies[s].io_errors,
-            });
+            let total = outcomes
+                .iter()
+                .fold(ShardTally::default(), |acc, o| ShardTally {
+                    tried: acc.tried + o.tallies[s].tried,
+                    samples: acc.samples + o.tallies[s].samples,
+                    io_errors: acc.io_errors + o.tallies[s].io_errors,
+                });
             ShardSlotReport {
                 shard: plan.shard_idx,
                 randao: *randao,
@@ -102,7 +129,11 @@ fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: 
                 mining_power: (total.tried as f64 / nonce_limit as f64).min(1.0),
                 elapsed_sec,
                 samples_read: total.samples,
-                samples_per_sec: if elapsed_sec > 0.0 { total.samples as f64 / elapsed_sec } else { 0.0 },
+                samples_per_sec: if elapsed_sec > 0.0 {
+                    total.samples as f64 / elapsed_sec
+                } else {
+                    0.0
+                },
                 io_errors: total.io_errors,
                 found: Vec::new(),
             }
@@ -112,24 +143,47 @@ fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: 
     SlotReport {
         shards,
         elapsed_sec,
-        deadline_overshoot_sec: if hit_deadline { past_deadline.as_secs_f64() } else { 0.0 },
-        bottleneck: bottleneck(outcomes),
+        deadline_overshoot_sec: if hit_deadline {
+            past_deadline.as_secs_f64()
+        } else {
+            0.0
+        },
+        bottleneck: bottleneck(outcomes, cpu_busy_fraction(outcomes, elapsed)),
         io_wait_fraction: io_wait_fraction(outcomes),
-        io_error_messages: outcomes.iter().flat_map(|o| o.messages.iter().cloned()).take(MAX_REPORTED_MESSAGES).collect(),
+        cpu_busy_fraction: cpu_busy_fraction(outcomes, elapsed),
+        io_error_messages: outcomes
+            .iter()
+            .flat_map(|o| o.messages.iter().cloned())
+            .take(MAX_REPORTED_MESSAGES)
+            .collect(),
         interrupted: outcomes.iter().any(|o| o.end == End::Stopped),
     }
 }
 
-/// `None` when every worker ran out of work; otherwise Disk when the workers spent most of the
-/// slot waiting in submit/reap, else Cpu.
-fn bottleneck(outcomes: &[WorkerOutcome]) -> Bottleneck {
+/// `None` when every worker ran out of work; otherwise Cpu when the workers' hashing and
+/// bookkeeping filled at least half of the CPU time they could use, else Disk.
+fn bottleneck(outcomes: &[WorkerOutcome], cpu_busy: f64) -> Bottleneck {
     if outcomes.iter().all(|o| o.end == End::Done) {
         return Bottleneck::None;
     }
-    if io_wait_fraction(outcomes) > 0.5 {
-        Bottleneck::Disk
-    } else {
+    if cpu_busy >= 0.5 {
         Bottleneck::Cpu
+    } else {
+        Bottleneck::Disk
+    }
+}
+
+/// Busy (non-waiting) wall time of all workers over the CPU time they could have had:
+/// `min(threads, CPUs) x elapsed`. With more threads than CPUs (synchronous methods), a worker
+/// preempted while hashing still counts as busy, which is right: the CPUs were the limit.
+fn cpu_busy_fraction(outcomes: &[WorkerOutcome], elapsed: Duration) -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let usable = outcomes.len().min(cpus) as f64 * elapsed.as_secs_f64();
+    let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
+    if usable > 0.0 {
+        (busy.as_secs_f64() / usable).min(1.0)
+    } else {
+        0.0
     }
 }
 
@@ -146,13 +200,25 @@ fn io_wait_fraction(outcomes: &[WorkerOutcome]) -> f64 {
 
 /// Re-verifies the candidates each shard reports (all, the best, or the lowest-nonce one for
 /// `--find first`) and attaches their proofs.
-fn attach_found(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], report: &mut SlotReport) -> Result<(), MineError> {
+fn attach_found(
+    miner: &Miner,
+    randao: &H256,
+    outcomes: &[WorkerOutcome],
+    report: &mut SlotReport,
+) -> Result<(), MineError> {
     let config = &miner.config;
-    let mut verifier = miner.verifier.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut verifier = miner
+        .verifier
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     for (s, shard_report) in report.shards.iter_mut().enumerate() {
-        let mut candidates: Vec<Candidate> = outcomes.iter().flat_map(|o| o.candidates.iter().copied()).filter(|c| c.shard == s).collect();
+        let mut candidates: Vec<Candidate> = outcomes
+            .iter()
+            .flat_map(|o| o.candidates.iter().copied())
+            .filter(|c| c.shard == s)
+            .collect();
         match config.find {
-            Find::Best => candidates.sort_by(|a, b| a.hash1.cmp(&b.hash1)),
+            Find::Best => candidates.sort_by_key(|c| c.hash1),
             Find::First | Find::All => candidates.sort_by_key(|c| c.nonce),
         }
         for candidate in &candidates {
@@ -164,7 +230,10 @@ fn attach_found(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], report
                 }
                 Err(Unconfirmed { path, offset, why }) => {
                     if report.io_error_messages.len() < MAX_REPORTED_MESSAGES {
-                        report.io_error_messages.push(format!("{}: read at offset {offset} failed: {why}; not reported", path.display()));
+                        report.io_error_messages.push(format!(
+                            "{}: read at offset {offset} failed: {why}; not reported",
+                            path.display()
+                        ));
                     }
                 }
             }

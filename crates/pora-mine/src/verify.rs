@@ -29,12 +29,21 @@ pub struct Unconfirmed {
 
 impl Verifier {
     pub fn new(paths: Vec<PathBuf>) -> Self {
-        Verifier { paths, backend: None }
+        Verifier {
+            paths,
+            backend: None,
+        }
     }
 
     fn backend(&mut self) -> Result<&mut Box<dyn Backend>, MineError> {
         if self.backend.is_none() {
-            let factory = pora_io::open(&self.paths, &IoConfig { method: Method::Pread, ..Default::default() })?;
+            let factory = pora_io::open(
+                &self.paths,
+                &IoConfig {
+                    method: Method::Pread,
+                    ..Default::default()
+                },
+            )?;
             self.backend = Some(factory.worker(1)?);
         }
         Ok(self.backend.as_mut().expect("opened above"))
@@ -52,12 +61,21 @@ impl Verifier {
     ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
         let backend = self.backend()?;
         let mut failed_at = None;
-        let proof = hashimoto(&shard.geometry, random_checks, &plan.miner, randao, candidate.nonce, |sample_idx| {
-            let loc = shard.locate(sample_idx).map_err(|e| IoError::Config(e.to_string()))?;
-            let file = file_base + loc.file as u32;
-            failed_at = Some((file, loc.offset));
-            pora_io::read_one(backend.as_mut(), file, loc.offset)
-        });
+        let proof = hashimoto(
+            &shard.geometry,
+            random_checks,
+            &plan.miner,
+            randao,
+            candidate.nonce,
+            |sample_idx| {
+                let loc = shard
+                    .locate(sample_idx)
+                    .map_err(|e| IoError::Config(e.to_string()))?;
+                let file = file_base + loc.file as u32;
+                failed_at = Some((file, loc.offset));
+                pora_io::read_one(backend.as_mut(), file, loc.offset)
+            },
+        );
         let proof = match proof {
             Ok(proof) => proof,
             Err(e) => {
@@ -65,7 +83,10 @@ impl Verifier {
                 self.backend = None;
                 let (file, offset) = failed_at.unwrap_or_default();
                 let path = self.paths.get(file as usize).cloned().unwrap_or_default();
-                let why = format!("verifying nonce {} of shard {}: {e}", candidate.nonce, plan.shard_idx);
+                let why = format!(
+                    "verifying nonce {} of shard {}: {e}",
+                    candidate.nonce, plan.shard_idx
+                );
                 return Ok(Err(Unconfirmed { path, offset, why }));
             }
         };

@@ -133,7 +133,11 @@ struct Worker<'s, 'a> {
 
 /// Runs one worker over `backend` until the work is done, the deadline passes, `stop` is set or
 /// another worker fails.
-pub fn run(backend: &mut dyn Backend, shared: &SlotShared<'_>, depth: usize) -> Result<WorkerOutcome, MineError> {
+pub fn run(
+    backend: &mut dyn Backend,
+    shared: &SlotShared<'_>,
+    depth: usize,
+) -> Result<WorkerOutcome, MineError> {
     let mut worker = Worker::new(shared, depth);
     let result = worker.mine(backend);
     if result.is_err() {
@@ -200,7 +204,14 @@ impl<'s, 'a> Worker<'s, 'a> {
 
     fn finish(mut self, end: End, io_wait: Duration, busy: Duration) -> WorkerOutcome {
         self.candidates.extend(self.best.iter().flatten());
-        WorkerOutcome { tallies: self.tallies, candidates: self.candidates, io_wait, busy, messages: self.messages, end }
+        WorkerOutcome {
+            tallies: self.tallies,
+            candidates: self.candidates,
+            io_wait,
+            busy,
+            messages: self.messages,
+            end,
+        }
     }
 
     /// Under `--find first`, notices shards another worker already found a nonce for.
@@ -214,10 +225,16 @@ impl<'s, 'a> Worker<'s, 'a> {
     }
 
     #[inline]
-    fn on_completion(&mut self, backend: &mut dyn Backend, completion: Completion) -> Result<(), MineError> {
+    fn on_completion(
+        &mut self,
+        backend: &mut dyn Backend,
+        completion: Completion,
+    ) -> Result<(), MineError> {
         let idx = completion.tag as usize;
         if !self.chains.get(idx).is_some_and(|c| c.active) {
-            return Err(MineError::Io(pora_io::IoError::Config(format!("backend returned unknown tag {idx}"))));
+            return Err(MineError::Io(pora_io::IoError::Config(format!(
+                "backend returned unknown tag {idx}"
+            ))));
         }
         let sample = match completion.result {
             Ok(sample) => sample,
@@ -242,7 +259,11 @@ impl<'s, 'a> Worker<'s, 'a> {
         if let Some(required) = &self.shared.required {
             let hash1 = to_bytes(&hash1);
             if hash1 <= *required {
-                self.record_valid(Candidate { shard, nonce, hash1 });
+                self.record_valid(Candidate {
+                    shard,
+                    nonce,
+                    hash1,
+                });
             }
         }
         self.start_next(backend, idx)
@@ -257,7 +278,11 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
             Find::Best => {
                 let best = &mut self.best[candidate.shard];
-                if best.map_or(true, |b| candidate.hash1 < b.hash1) {
+                let better = match best {
+                    Some(b) => candidate.hash1 < b.hash1,
+                    None => true,
+                };
+                if better {
                     *best = Some(candidate);
                 }
             }
@@ -267,21 +292,43 @@ impl<'s, 'a> Worker<'s, 'a> {
 
     /// A failed read: retry it, drop the nonce, or end the slot, per `--on-io-error`.
     #[cold]
-    fn on_read_error(&mut self, backend: &mut dyn Backend, idx: usize, error: ReadError) -> Result<(), MineError> {
-        let path = self.shared.paths.get(error.file as usize).cloned().unwrap_or_else(|| format!("file #{}", error.file).into());
+    fn on_read_error(
+        &mut self,
+        backend: &mut dyn Backend,
+        idx: usize,
+        error: ReadError,
+    ) -> Result<(), MineError> {
+        let path = self
+            .shared
+            .paths
+            .get(error.file as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("file #{}", error.file).into());
         let chain = &mut self.chains[idx];
         match self.shared.on_io_error {
-            OnIoError::Stop => Err(MineError::Read { path, offset: error.offset, why: error.kind.to_string() }),
+            OnIoError::Stop => Err(MineError::Read {
+                path,
+                offset: error.offset,
+                why: error.kind.to_string(),
+            }),
             OnIoError::Retry if chain.retries < MAX_RETRIES => {
                 chain.retries += 1;
-                let read = Read { tag: idx as u32, file: chain.file, offset: chain.offset };
+                let read = Read {
+                    tag: idx as u32,
+                    file: chain.file,
+                    offset: chain.offset,
+                };
                 backend.push(read).map_err(|_| queue_full())
             }
             policy => {
                 let shard = chain.shard as usize;
                 self.tallies[shard].io_errors += 1;
                 if self.messages.len() < MAX_MESSAGES {
-                    let tries = if policy == OnIoError::Retry { format!(" after {MAX_RETRIES} retries") } else { String::new() };
+                    let tries = if policy == OnIoError::Retry {
+                        format!(" after {MAX_RETRIES} retries")
+                    } else {
+                        String::new()
+                    };
                     self.messages.push(format!(
                         "{}: read at offset {} failed{tries}: {}; nonce {} of shard {} dropped",
                         path.display(),
@@ -327,7 +374,13 @@ impl<'s, 'a> Worker<'s, 'a> {
         let target = self.shared.plans[chain.shard as usize].target(&chain.hash);
         chain.file = target.file;
         chain.offset = target.offset;
-        backend.push(Read { tag: idx as u32, file: target.file, offset: target.offset }).map_err(|_| queue_full())
+        backend
+            .push(Read {
+                tag: idx as u32,
+                file: target.file,
+                offset: target.offset,
+            })
+            .map_err(|_| queue_full())
     }
 
     /// The next (shard, nonce), cycling over shards with work left.
@@ -378,5 +431,7 @@ fn claim(shared: &SlotShared<'_>, shard: usize) -> Option<Range<u64>> {
 fn queue_full() -> MineError {
     // Each chain has at most one read outstanding, so this means the backend's capacity is
     // smaller than the depth it was created with: a backend bug.
-    MineError::Io(pora_io::IoError::Config("backend refused a read within its capacity".into()))
+    MineError::Io(pora_io::IoError::Config(
+        "backend refused a read within its capacity".into(),
+    ))
 }

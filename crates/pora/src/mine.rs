@@ -87,7 +87,9 @@ struct ShardFiles(Vec<Vec<PathBuf>>);
 
 impl clap::FromArgMatches for ShardFiles {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let groups = matches.get_occurrences::<PathBuf>("file").map(|occ| occ.map(|g| g.cloned().collect()).collect());
+        let groups = matches
+            .get_occurrences::<PathBuf>("file")
+            .map(|occ| occ.map(|g| g.cloned().collect()).collect());
         Ok(ShardFiles(groups.unwrap_or_default()))
     }
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
@@ -115,19 +117,31 @@ impl clap::Args for ShardFiles {
 }
 
 fn parse_nonce_range(s: &str) -> Result<Range<u64>, String> {
-    let (a, b) = s.split_once("..").ok_or_else(|| format!("--nonces {s}: expected A..B, e.g. 0..1048576"))?;
-    let parse = |v: &str| v.trim().parse::<u64>().map_err(|e| format!("--nonces {s}: `{v}` is not a nonce ({e})"));
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("--nonces {s}: expected A..B, e.g. 0..1048576"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("--nonces {s}: `{v}` is not a nonce ({e})"))
+    };
     let (start, end) = (parse(a)?, parse(b)?);
     if start >= end {
-        return Err(format!("--nonces {s}: the range is empty (B must be greater than A)"));
+        return Err(format!(
+            "--nonces {s}: the range is empty (B must be greater than A)"
+        ));
     }
     Ok(start..end)
 }
 
 fn parse_slot_seconds(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s.parse().map_err(|e| format!("--slot {s}: not a number of seconds ({e})"))?;
+    let secs: f64 = s
+        .parse()
+        .map_err(|e| format!("--slot {s}: not a number of seconds ({e})"))?;
     if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("--slot {s}: must be more than 0 and at most 86400 seconds"));
+        return Err(format!(
+            "--slot {s}: must be more than 0 and at most 86400 seconds"
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -153,7 +167,10 @@ fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
 /// Methods that complete reads inside `submit` (one at a time per thread): their parallelism
 /// comes from threads, not depth.
 fn is_synchronous(method: Method) -> bool {
-    matches!(method, Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap)
+    matches!(
+        method,
+        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap
+    )
 }
 
 /// The default knobs for a concrete method: asynchronous methods keep 256 reads in flight per
@@ -188,7 +205,9 @@ fn install_stop_handler() {
         }
     });
     if let Err(e) = installed {
-        eprintln!("pora: warning: cannot catch Ctrl-C ({e}); an interrupt will not print statistics");
+        eprintln!(
+            "pora: warning: cannot catch Ctrl-C ({e}); an interrupt will not print statistics"
+        );
     }
 }
 
@@ -203,7 +222,14 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
         (Method::Auto, Some((m, _, _))) => m,
         (m, _) => m,
     };
-    let factory = pora_io::open(&paths, &IoConfig { method, ..Default::default() }).with_context(|| format!("opening the shard files with --method {method}"))?;
+    let factory = pora_io::open(
+        &paths,
+        &IoConfig {
+            method,
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("opening the shard files with --method {method}"))?;
     let method = factory.method();
     let (default_threads, default_depth) = match tuned {
         Some((m, t, d)) if m == method => (t, d),
@@ -223,13 +249,21 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
     let (threads, depth) = (config.threads, config.depth);
     let miner = Miner::new(shards, factory, config)?;
     if !args.json {
-        eprintln!("pora mine: {} | {threads} threads x depth {depth}", miner.describe_io());
+        eprintln!(
+            "pora mine: {} | {threads} threads x depth {depth}",
+            miner.describe_io()
+        );
     }
     install_stop_handler();
     for slot in 0..args.slots {
         let randao = slot_randao(&args, slot);
         let report = miner.mine_slot(&randao, &STOP)?;
-        let knobs = Knobs { method, threads, depth, find: args.find };
+        let knobs = Knobs {
+            method,
+            threads,
+            depth,
+            find: args.find,
+        };
         print_report(slot, &report, &knobs, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
@@ -242,9 +276,18 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
 fn open_shards(args: &MineArgs) -> anyhow::Result<Vec<ShardSet>> {
     let mut shards: Vec<ShardSet> = Vec::with_capacity(args.files.0.len());
     for (group, files) in args.files.0.iter().enumerate() {
-        let shard = ShardSet::open(files, args.kv_entries_bits).with_context(|| format!("--file group {} (shard files)", group + 1))?;
-        if let Some(other) = shards.iter().position(|s| s.geometry.shard_idx == shard.geometry.shard_idx) {
-            anyhow::bail!("--file groups {} and {} both hold shard {}: mine each shard once", other + 1, group + 1, shard.geometry.shard_idx);
+        let shard = ShardSet::open(files, args.kv_entries_bits)
+            .with_context(|| format!("--file group {} (shard files)", group + 1))?;
+        if let Some(other) = shards
+            .iter()
+            .position(|s| s.geometry.shard_idx == shard.geometry.shard_idx)
+        {
+            anyhow::bail!(
+                "--file groups {} and {} both hold shard {}: mine each shard once",
+                other + 1,
+                group + 1,
+                shard.geometry.shard_idx
+            );
         }
         shards.push(shard);
     }
@@ -255,7 +298,11 @@ fn open_shards(args: &MineArgs) -> anyhow::Result<Vec<ShardSet>> {
 fn slot_randao(args: &MineArgs, slot: u64) -> H256 {
     match args.randao {
         Some(r) => r,
-        None => H256(keccak256(&[b"pora-random-randao", &args.seed.to_be_bytes(), &slot.to_be_bytes()])),
+        None => H256(keccak256(&[
+            b"pora-random-randao",
+            &args.seed.to_be_bytes(),
+            &slot.to_be_bytes(),
+        ])),
     }
 }
 
@@ -269,7 +316,10 @@ struct Knobs {
 fn print_report(slot: u64, report: &SlotReport, knobs: &Knobs, json: bool) -> anyhow::Result<()> {
     for shard in &report.shards {
         if json {
-            println!("{}", serde_json::to_string(&shard_json(slot, shard, report, knobs))?);
+            println!(
+                "{}",
+                serde_json::to_string(&shard_json(slot, shard, report, knobs))?
+            );
         } else {
             print_human(slot, shard, knobs);
         }
@@ -285,7 +335,12 @@ fn print_report(slot: u64, report: &SlotReport, knobs: &Knobs, json: bool) -> an
     Ok(())
 }
 
-fn shard_json(slot: u64, shard: &ShardSlotReport, report: &SlotReport, knobs: &Knobs) -> serde_json::Value {
+fn shard_json(
+    slot: u64,
+    shard: &ShardSlotReport,
+    report: &SlotReport,
+    knobs: &Knobs,
+) -> serde_json::Value {
     json!({
         "slot": slot,
         "shard": shard.shard,
@@ -301,6 +356,8 @@ fn shard_json(slot: u64, shard: &ShardSlotReport, report: &SlotReport, knobs: &K
         "depth": knobs.depth,
         "ioErrors": shard.io_errors,
         "bottleneck": report.bottleneck,
+        "ioWaitFraction": report.io_wait_fraction,
+        "cpuBusyFraction": report.cpu_busy_fraction,
         "interrupted": report.interrupted,
         "found": shard.found,
     })
@@ -335,14 +392,23 @@ fn print_human(slot: u64, s: &ShardSlotReport, k: &Knobs) {
 }
 
 fn warn_below_full_power(slot: u64, s: &ShardSlotReport, report: &SlotReport) {
-    let wait = report.io_wait_fraction * 100.0;
+    let (wait, busy) = (
+        report.io_wait_fraction * 100.0,
+        report.cpu_busy_fraction * 100.0,
+    );
     let why = match report.bottleneck {
-        Bottleneck::Disk => format!("the disk was the limit (workers waited for reads {wait:.0}% of the time): raise --depth, or try another --method"),
-        Bottleneck::Cpu => format!("the CPU was the limit (workers waited for reads only {wait:.0}% of the time): hashing and bookkeeping used the cores"),
+        Bottleneck::Disk => format!(
+            "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): raise --depth, or try another --method"
+        ),
+        Bottleneck::Cpu => format!("the CPU was the limit (hashing kept the usable CPUs {busy:.0}% busy): more threads than cores will not help"),
         Bottleneck::None if report.interrupted => "the slot was interrupted".into(),
         Bottleneck::None => format!("{} nonces were dropped on read errors", s.io_errors),
     };
-    eprintln!("pora mine: warning: slot {slot} shard {} ended at {:.2}% mining power: {why}", s.shard, s.mining_power * 100.0);
+    eprintln!(
+        "pora mine: warning: slot {slot} shard {} ended at {:.2}% mining power: {why}",
+        s.shard,
+        s.mining_power * 100.0
+    );
 }
 
 /// `--demo`: a 256 MiB random shard 0 at ./pora-demo/shard0.dat (created once), one slot with
@@ -351,7 +417,10 @@ fn prepare_demo(args: &mut MineArgs) -> anyhow::Result<()> {
     let path = PathBuf::from("pora-demo/shard0.dat");
     if !path.exists() {
         std::fs::create_dir_all("pora-demo").context("creating ./pora-demo")?;
-        eprintln!("pora mine --demo: creating {} (256 MiB of random data, shard 0)", path.display());
+        eprintln!(
+            "pora mine --demo: creating {} (256 MiB of random data, shard 0)",
+            path.display()
+        );
         crate::create::run(crate::create::CreateArgs {
             file: path.clone(),
             shard: 0,

@@ -53,7 +53,13 @@ pub fn randao(seed: u8) -> H256 {
 /// `(nonce, hash1)` of every nonce in `nonces` with hash1 <= `required`, computed one nonce at a
 /// time through `hashimoto` with plain file reads, and the nonces that touch `bad` byte ranges
 /// `(file path, start, end)` (excluded from the valid list).
-pub fn naive_scan(shard: &ShardSet, randao: &H256, nonces: std::ops::Range<u64>, checks: u32, required: &U256) -> Vec<(u64, H256)> {
+pub fn naive_scan(
+    shard: &ShardSet,
+    randao: &H256,
+    nonces: std::ops::Range<u64>,
+    checks: u32,
+    required: &U256,
+) -> Vec<(u64, H256)> {
     naive_scan_avoiding(shard, randao, nonces, checks, required, &[]).0
 }
 
@@ -66,18 +72,32 @@ pub fn naive_scan_avoiding(
     bad: &[(u64, u64)],
 ) -> (Vec<(u64, H256)>, Vec<u64>) {
     use std::os::unix::fs::FileExt;
-    let files: Vec<File> = shard.files.iter().map(|f| File::open(&f.path).unwrap()).collect();
+    let files: Vec<File> = shard
+        .files
+        .iter()
+        .map(|f| File::open(&f.path).unwrap())
+        .collect();
     let (mut valid, mut touched) = (Vec::new(), Vec::new());
     for nonce in nonces {
-        let proof = hashimoto(&shard.geometry, checks, &shard.miner, randao, nonce, |idx| {
-            let loc = shard.locate(idx).unwrap();
-            if bad.iter().any(|&(s, e)| loc.offset < e && s < loc.offset + 32) {
-                return Err(());
-            }
-            let mut buf = [0u8; 32];
-            files[loc.file].read_exact_at(&mut buf, loc.offset).unwrap();
-            Ok(buf)
-        });
+        let proof = hashimoto(
+            &shard.geometry,
+            checks,
+            &shard.miner,
+            randao,
+            nonce,
+            |idx| {
+                let loc = shard.locate(idx).unwrap();
+                if bad
+                    .iter()
+                    .any(|&(s, e)| loc.offset < e && s < loc.offset + 32)
+                {
+                    return Err(());
+                }
+                let mut buf = [0u8; 32];
+                files[loc.file].read_exact_at(&mut buf, loc.offset).unwrap();
+                Ok(buf)
+            },
+        );
         match proof {
             Ok(p) if U256::from_be_bytes(p.hash1.0) <= *required => valid.push((nonce, p.hash1)),
             Ok(_) => {}
@@ -102,7 +122,15 @@ pub fn config(threads: usize, depth: usize, nonces: std::ops::Range<u64>) -> Min
 }
 
 pub fn sim_factory(paths: &[PathBuf], sim: pora_io::SimConfig) -> Arc<dyn BackendFactory> {
-    pora_io::open(paths, &IoConfig { method: Method::Sim, sim, ..Default::default() }).unwrap()
+    pora_io::open(
+        paths,
+        &IoConfig {
+            method: Method::Sim,
+            sim,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 /// Wraps a factory so every backend checks, per tag, that a new read is only pushed after the
@@ -116,7 +144,11 @@ pub struct Checked {
 
 impl Checked {
     pub fn new(inner: Arc<dyn BackendFactory>) -> Arc<Checked> {
-        Arc::new(Checked { inner, violations: Arc::default(), max_outstanding: Arc::default() })
+        Arc::new(Checked {
+            inner,
+            violations: Arc::default(),
+            max_outstanding: Arc::default(),
+        })
     }
 }
 
@@ -165,13 +197,19 @@ impl Backend for CheckedBackend {
             }
         }
         self.count += 1;
-        self.max_outstanding.fetch_max(self.count, Ordering::Relaxed);
+        self.max_outstanding
+            .fetch_max(self.count, Ordering::Relaxed);
         self.inner.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
         self.inner.submit()
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, min: usize, deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         let before = out.len();
         let n = self.inner.reap(out, min, deadline)?;
         for c in &out[before..] {

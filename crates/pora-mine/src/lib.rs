@@ -9,12 +9,22 @@
 //! [`MineConfig`], [`Miner::new`], [`Miner::paths`], [`Miner::mine_slot`], [`SlotReport`],
 //! [`ShardSlotReport`], [`Find`], [`OnIoError`], [`Bottleneck`], [`MineError`].
 
+mod config;
+pub mod lanes;
+mod plan;
+mod slot;
+mod verify;
+mod worker;
+
+pub use config::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS, MAX_TOTAL_CHAINS};
+pub use worker::MAX_RETRIES;
+
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
-use pora_io::BackendFactory;
+use pora_io::{Backend, BackendFactory};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which valid nonces a shard's slot reports.
@@ -104,6 +114,11 @@ pub struct SlotReport {
     /// How long after the deadline the last worker returned (0 when the slot ended early).
     pub deadline_overshoot_sec: f64,
     pub bottleneck: Bottleneck,
+    /// Share of the workers' wall time spent waiting in the backend (submit + reap), 0..1.
+    pub io_wait_fraction: f64,
+    /// The workers' busy (hashing, bookkeeping) wall time over `min(threads, CPUs) x elapsed`,
+    /// 0..1: at 0.5 or more the bottleneck is the CPU, below it the disk.
+    pub cpu_busy_fraction: f64,
     /// First few read errors, with file path and offset, for the user.
     pub io_error_messages: Vec<String>,
     /// Whether the slot was cut short by the stop flag (Ctrl-C).
@@ -118,16 +133,34 @@ pub enum MineError {
     #[error(transparent)]
     Io(#[from] pora_io::IoError),
     #[error("{path}: read at offset {offset} failed: {why} (--on-io-error stop)")]
-    Read { path: PathBuf, offset: u64, why: String },
+    Read {
+        path: PathBuf,
+        offset: u64,
+        why: String,
+    },
     #[error("nonce {nonce} of shard {shard}: the scheduler's hash1 {scheduler} differs from the single-nonce path's {plain}; not reported")]
-    VerifyMismatch { shard: u64, nonce: u64, scheduler: H256, plain: H256 },
+    VerifyMismatch {
+        shard: u64,
+        nonce: u64,
+        scheduler: H256,
+        plain: H256,
+    },
 }
 
 /// A configured miner over a set of shards and one opened backend factory.
+///
+/// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
+/// abandoned at its deadline are drained before the next slot starts its clock.
 pub struct Miner {
-    _shards: Vec<ShardSet>,
-    _factory: Arc<dyn BackendFactory>,
-    _config: MineConfig,
+    shards: Vec<ShardSet>,
+    factory: Arc<dyn BackendFactory>,
+    config: MineConfig,
+    plans: Vec<plan::ShardPlan>,
+    /// Index of each shard's first file in [`Miner::paths`].
+    file_bases: Vec<u32>,
+    paths: Vec<PathBuf>,
+    backends: Mutex<Vec<Box<dyn Backend>>>,
+    verifier: Mutex<verify::Verifier>,
 }
 
 impl Miner {
@@ -137,13 +170,58 @@ impl Miner {
     }
 
     /// Checks the configuration (threads, depth, nonce range) and builds the miner.
-    pub fn new(shards: Vec<ShardSet>, factory: Arc<dyn BackendFactory>, config: MineConfig) -> Result<Miner, MineError> {
-        Ok(Miner { _shards: shards, _factory: factory, _config: config })
+    pub fn new(
+        shards: Vec<ShardSet>,
+        factory: Arc<dyn BackendFactory>,
+        config: MineConfig,
+    ) -> Result<Miner, MineError> {
+        config::validate(&config, shards.len())?;
+        let paths = Miner::paths(&shards);
+        if paths.len() > u32::MAX as usize {
+            return Err(MineError::Config(format!(
+                "{} files: too many",
+                paths.len()
+            )));
+        }
+        let mut file_bases = Vec::with_capacity(shards.len());
+        let mut next = 0u32;
+        for shard in &shards {
+            file_bases.push(next);
+            next += shard.files.len() as u32;
+        }
+        let plans = shards
+            .iter()
+            .zip(&file_bases)
+            .map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner))
+            .collect();
+        let backends = (0..config.threads)
+            .map(|_| factory.worker(config.depth))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Miner {
+            verifier: Mutex::new(verify::Verifier::new(paths.clone())),
+            shards,
+            factory,
+            config,
+            plans,
+            file_bases,
+            paths,
+            backends: Mutex::new(backends),
+        })
+    }
+
+    /// The configuration this miner runs with.
+    pub fn config(&self) -> &MineConfig {
+        &self.config
+    }
+
+    /// The backend factory's one-line description (method, alignment, ring features).
+    pub fn describe_io(&self) -> String {
+        self.factory.describe()
     }
 
     /// Mines one slot for every shard with `randao`, until all nonces are tried, the slot time
     /// passes or `stop` is set.
-    pub fn mine_slot(&self, _randao: &H256, _stop: &AtomicBool) -> Result<SlotReport, MineError> {
-        Err(MineError::Config("not implemented yet".into()))
+    pub fn mine_slot(&self, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
+        slot::mine_slot(self, randao, stop)
     }
 }

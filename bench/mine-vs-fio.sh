@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# pora mine vs fio on the same cold shard (issue 4's headline benchmark).
+#
+# Creates a random shard (8 GiB by default; skipped when the file exists), then in one run, each
+# phase cold (page cache dropped): fio 4 KiB random reads (io_uring, O_DIRECT, iodepth 64) for
+# DURATION seconds; `pora mine --method auto` with its default threads/depth for one slot of
+# DURATION seconds over a nonce range too large to finish; fio again. Prints fio reads/s, pora
+# samples/s and their ratio (pora / mean of the two fio runs).
+#
+# usage: bench/mine-vs-fio.sh [SHARD_FILE]      (default /tmp/pora-bench/shard0-8g.dat)
+# env:   DURATION=30        seconds per phase
+#        KV_ENTRIES_BITS=16 shard size when creating it (16 = 8 GiB with 128 KiB KVs)
+#        FIO_DEPTH=64       fio iodepth
+#        PORA=path          pora binary (default: target/release/pora, built if missing)
+#        PORA_ARGS="..."    extra `pora mine` flags (e.g. "--threads 4 --depth 512")
+# Smoke test: DURATION=2 KV_ENTRIES_BITS=6 bench/mine-vs-fio.sh /tmp/x/small.dat
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+DURATION=${DURATION:-30}
+KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
+FIO_DEPTH=${FIO_DEPTH:-64}
+PORA=${PORA:-target/release/pora}
+PORA_ARGS=${PORA_ARGS:-}
+
+command -v fio >/dev/null || { echo "mine-vs-fio: fio is not installed" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "mine-vs-fio: python3 is needed to read JSON" >&2; exit 2; }
+if [ ! -x "$PORA" ]; then
+    echo "building $PORA ..." >&2
+    cargo build --release -p pora >&2
+fi
+if [ ! -e "$SHARD" ]; then
+    mkdir -p "$(dirname "$SHARD")"
+    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
+    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
+fi
+# fio reads only the data region: after the 4 KiB header, 2^bits KVs of 128 KiB. Inferred from
+# the file so an existing shard of any size works.
+DATA_BYTES=$(python3 -c "import os,sys; n=os.path.getsize(sys.argv[1])-4096; print((n//(131072+32))*131072)" "$SHARD")
+
+drop_cache() {
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then
+        echo 3 > /proc/sys/vm/drop_caches
+    else
+        # Not root: ask the kernel to forget this file's pages (works for clean pages).
+        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
+    fi
+}
+
+run_fio() {
+    drop_cache
+    local engine=io_uring
+    if ! fio --enghelp=io_uring >/dev/null 2>&1; then engine=libaio; echo "note: fio has no io_uring engine here, using libaio" >&2; fi
+    fio --name=randread --filename="$SHARD" --readonly --rw=randread --bs=4k --direct=1 \
+        --ioengine="$engine" --iodepth="$FIO_DEPTH" --offset=4096 --size="$DATA_BYTES" \
+        --time_based --runtime="$DURATION" --randrepeat=0 --norandommap --output-format=json \
+        | python3 -c "import json,sys; print('%.0f' % json.load(sys.stdin)['jobs'][0]['read']['iops'])"
+}
+
+run_pora() {
+    drop_cache
+    # shellcheck disable=SC2086
+    "$PORA" mine --file "$SHARD" --method auto --random-randao --slot "$DURATION" \
+        --nonces 0..18446744073709551615 --json $PORA_ARGS \
+        | python3 -c "import json,sys; o=json.loads(sys.stdin.readline()); print('%.0f %s %s %s %.4f' % (o['samplesPerSec'], o['method'], o['threads'], o['depth'], o['miningPower']))"
+}
+
+echo "shard $SHARD ($DATA_BYTES data bytes), $DURATION s per phase, cold" >&2
+FIO1=$(run_fio)
+echo "fio (before):  $FIO1 reads/s" >&2
+read -r PORA_RATE METHOD THREADS DEPTH POWER < <(run_pora)
+echo "pora mine:     $PORA_RATE samples/s ($METHOD, $THREADS threads x depth $DEPTH)" >&2
+FIO2=$(run_fio)
+echo "fio (after):   $FIO2 reads/s" >&2
+python3 - "$FIO1" "$FIO2" "$PORA_RATE" "$METHOD" "$THREADS" "$DEPTH" "$DURATION" <<'PY'
+import sys
+fio1, fio2, pora = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+method, threads, depth, duration = sys.argv[4:8]
+fio = (fio1 + fio2) / 2
+print(f"fio_reads_per_sec_before {fio1:.0f}")
+print(f"fio_reads_per_sec_after {fio2:.0f}")
+print(f"pora_samples_per_sec {pora:.0f} (method {method}, {threads} threads x depth {depth}, {duration} s)")
+print(f"ratio_pora_to_fio {pora / fio:.3f}" if fio > 0 else "ratio_pora_to_fio n/a (fio measured 0)")
+PY

@@ -1,0 +1,170 @@
+//! Hot-path measurement: how close the scheduler gets to pure hashing when reads are free.
+//!
+//! `cargo run --release -p pora-mine --example hot_path -- FILE [THREADS] [NONCES]` measures, in
+//! one run and on the same threads:
+//! 1. a pure Keccak loop doing exactly a nonce's three permutations (hash0 + 2 steps);
+//! 2. the scheduler over an in-memory backend (the shard's bytes loaded into RAM, reads
+//!    completed inside submit like mmap): everything but the OS read;
+//! 3. the scheduler over `pread` with the file in the page cache (one syscall per sample).
+//!
+//! The ratio 2/1 is the share of time the scheduler leaves to hashing.
+
+use pora_core::{ShardSet, H256};
+use pora_io::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use pora_mine::lanes::{hash_step, Hash0Prefix};
+use pora_mine::{Find, MineConfig, Miner, OnIoError};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = PathBuf::from(
+        args.get(1)
+            .expect("usage: hot_path FILE [THREADS] [NONCES]"),
+    );
+    let threads: usize = args.get(2).map_or(2, |s| s.parse().unwrap());
+    let nonces: u64 = args.get(3).map_or(4 << 20, |s| s.parse().unwrap());
+    let shard = ShardSet::open(std::slice::from_ref(&path), None).unwrap();
+    let keccak = keccak_loop(threads, nonces);
+    println!("pure keccak loop ({threads} threads): {keccak:.0} nonces/s");
+    let bytes = Arc::new(std::fs::read(&path).unwrap());
+    let mem: Arc<dyn BackendFactory> = Arc::new(MemFactory { bytes });
+    let rate = mine(&shard, mem, threads, 64, nonces);
+    println!(
+        "scheduler, in-memory reads ({threads}x64): {rate:.0} nonces/s = {:.2} x keccak loop",
+        rate / keccak
+    );
+    let pread = pora_io::open(
+        &[path],
+        &IoConfig {
+            method: Method::Pread,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let rate = mine(&shard, pread, threads, 64, nonces);
+    println!(
+        "scheduler, pread hot page cache ({threads}x64): {rate:.0} nonces/s = {:.2} x keccak loop",
+        rate / keccak
+    );
+}
+
+fn keccak_loop(threads: usize, nonces: u64) -> f64 {
+    let prefix = Hash0Prefix::new(&pora_core::Address([1; 20]), &H256([2; 32]));
+    let per_thread = nonces / threads as u64;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads as u64 {
+            s.spawn(move || {
+                let mut acc = 0u64;
+                for nonce in t * per_thread..(t + 1) * per_thread {
+                    let mut h = prefix.hash0(nonce);
+                    for _ in 0..2 {
+                        let sample = [h[0] as u8; 32];
+                        h = hash_step(&h, &sample);
+                    }
+                    acc ^= h[0];
+                }
+                std::hint::black_box(acc);
+            });
+        }
+    });
+    (per_thread * threads as u64) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn mine(
+    shard: &ShardSet,
+    factory: Arc<dyn BackendFactory>,
+    threads: usize,
+    depth: usize,
+    nonces: u64,
+) -> f64 {
+    let config = MineConfig {
+        threads,
+        depth,
+        random_checks: 2,
+        nonces: 0..nonces,
+        slot: Duration::from_secs(120),
+        find: Find::All,
+        required_diff: None,
+        on_io_error: OnIoError::Stop,
+        miner: None,
+    };
+    let miner = Miner::new(vec![shard.clone()], factory, config).unwrap();
+    let report = miner
+        .mine_slot(&H256([3; 32]), &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(report.shards[0].nonces_tried, nonces);
+    nonces as f64 / report.elapsed_sec
+}
+
+/// Reads served from a copy of the file in memory, completed inside `submit`.
+struct MemFactory {
+    bytes: Arc<Vec<u8>>,
+}
+
+impl BackendFactory for MemFactory {
+    fn method(&self) -> Method {
+        Method::Mmap
+    }
+    fn describe(&self) -> String {
+        "in-memory copy".into()
+    }
+    fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
+        Ok(Box::new(MemBackend {
+            bytes: self.bytes.clone(),
+            queued: Vec::with_capacity(depth),
+            done: Vec::with_capacity(depth),
+            depth,
+        }))
+    }
+}
+
+struct MemBackend {
+    bytes: Arc<Vec<u8>>,
+    queued: Vec<Read>,
+    done: Vec<Completion>,
+    depth: usize,
+}
+
+impl Backend for MemBackend {
+    fn method(&self) -> Method {
+        Method::Mmap
+    }
+    fn capacity(&self) -> usize {
+        self.depth
+    }
+    fn in_flight(&self) -> usize {
+        self.queued.len() + self.done.len()
+    }
+    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+        if self.in_flight() >= self.depth {
+            return Err(QueueFull);
+        }
+        self.queued.push(read);
+        Ok(())
+    }
+    fn submit(&mut self) -> Result<(), IoError> {
+        for r in self.queued.drain(..) {
+            let at = r.offset as usize;
+            let sample: [u8; 32] = self.bytes[at..at + 32].try_into().unwrap();
+            self.done.push(Completion {
+                tag: r.tag,
+                result: Ok(sample),
+            });
+        }
+        Ok(())
+    }
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
+        let n = self.done.len();
+        out.append(&mut self.done);
+        Ok(n)
+    }
+}

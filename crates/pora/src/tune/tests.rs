@@ -1,0 +1,120 @@
+//! End-to-end tune on the simulated disk: with a fixed read latency and enough CPU, samples/s
+//! grow linearly with depth (depth / latency per worker), so the best and the knee are the
+//! deepest arm, and its throughput matches the model.
+
+use super::*;
+use crate::create::{CreateArgs, Fill};
+use pora_core::Address;
+
+fn shard_file(dir: &std::path::Path) -> PathBuf {
+    let file = dir.join("shard0.dat");
+    crate::create::run(CreateArgs {
+        file: file.clone(),
+        shard: 0,
+        kv_entries_bits: 6,
+        kv_size_bits: 12,
+        chunk_size: None,
+        miner: Address::default(),
+        encode_type: 0,
+        fill: Fill::Random,
+        seed: 7,
+        force: false,
+        quiet: true,
+    })
+    .unwrap();
+    file
+}
+
+#[test]
+fn sim_with_fixed_latency_picks_the_deepest_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = shard_file(dir.path());
+    let latency_us = 4000;
+    let input = TuneInput {
+        shards: open_shards(&[file], None).unwrap(),
+        methods: vec![Method::Sim],
+        // One worker, depths 1..16: 250, 500, ... 4000 samples/s — each step doubles, far beyond
+        // the 3% knee margin and far below any CPU limit.
+        limits: GridLimits {
+            cpus: 1,
+            max_depth: 16,
+            max_threads_sync: 1,
+        },
+        budget_sec: 8.0,
+        sim: SimConfig {
+            seed: 3,
+            latency_us: (latency_us, latency_us),
+            ..SimConfig::default()
+        },
+        random_checks: 2,
+        latency_curve: true,
+        progress: false,
+    };
+    let stop = AtomicBool::new(false);
+    let out = tune(&input, &stop).unwrap();
+    assert!(!out.interrupted);
+    let c = out.choice.expect("a choice");
+    assert_eq!(
+        c.knee.arm,
+        Arm {
+            method: Method::Sim,
+            threads: 1,
+            depth: 16
+        }
+    );
+    assert_eq!(c.best.arm, c.knee.arm);
+    let model = 16.0 * 1e6 / f64::from(latency_us);
+    let got = c.knee.mean();
+    assert!(
+        got > 0.7 * model && got < 1.05 * model,
+        "sim throughput {got} vs model {model}"
+    );
+    // The raw ceiling on the same simulated disk at depth >= 32 is at least the knee's.
+    let ceiling = out.ceiling.expect("raw ceiling on sim");
+    assert!(
+        ceiling.iops > got,
+        "ceiling {} vs mining {got}",
+        ceiling.iops
+    );
+    assert!(!out.latency_curve.is_empty());
+    let p50 = out.knee_latency.expect("knee latency").latency_us_p50;
+    assert!(
+        p50 >= 0.9 * f64::from(latency_us),
+        "p50 {p50} µs below the model's latency"
+    );
+}
+
+#[test]
+fn stop_flag_interrupts_without_a_choice_being_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = shard_file(dir.path());
+    let input = TuneInput {
+        shards: open_shards(&[file], None).unwrap(),
+        methods: vec![Method::Sim],
+        limits: GridLimits {
+            cpus: 1,
+            max_depth: 4,
+            max_threads_sync: 1,
+        },
+        budget_sec: 5.0,
+        sim: SimConfig {
+            seed: 3,
+            latency_us: (100, 100),
+            ..SimConfig::default()
+        },
+        random_checks: 2,
+        latency_curve: false,
+        progress: false,
+    };
+    let stop = AtomicBool::new(true);
+    let out = tune(&input, &stop).unwrap();
+    assert!(out.interrupted);
+    assert!(out.choice.is_none());
+}
+
+#[test]
+fn latency_range_flag_parses() {
+    assert_eq!(parse_latency_range("5..10"), Ok((5, 10)));
+    assert!(parse_latency_range("10..5").is_err());
+    assert!(parse_latency_range("x").is_err());
+}

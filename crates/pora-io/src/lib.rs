@@ -17,6 +17,7 @@
 mod error;
 mod inline;
 mod method;
+mod overlapped_logic;
 pub mod sim;
 
 #[cfg(unix)]

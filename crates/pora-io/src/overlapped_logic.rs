@@ -184,6 +184,7 @@ impl AlignedSlab {
     }
 
     /// Mutable view of a slot, for fakes that play the OS in tests.
+    #[cfg(test)]
     pub(crate) fn slot_bytes_mut(&mut self, slot: usize) -> &mut [u8] {
         // SAFETY: in bounds; `&mut self` guarantees no other borrow exists.
         unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), self.slot_len) }
@@ -283,6 +284,7 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn driver(&self) -> &D {
         &self.driver
     }

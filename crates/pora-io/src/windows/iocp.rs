@@ -109,7 +109,7 @@ impl BackendFactory for IocpFactory {
             ),
             None => format!(
                 "iocp: overlapped buffered handles per worker on its own completion port, {}-byte reads, \
-                 cached reads completed inline (FILE_SKIP_COMPLETION_PORT_ON_SUCCESS)",
+                 reads that finish inside ReadFile completed inline (FILE_SKIP_COMPLETION_PORT_ON_SUCCESS where the OS accepts it)",
                 self.plan.unit().max(32)
             ),
         }

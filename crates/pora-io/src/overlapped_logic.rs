@@ -84,7 +84,11 @@ impl SpanPlan {
         let unit = u64::from(self.unit);
         let start = align_down(offset, unit);
         let end = align_up(offset.checked_add(SAMPLE_LEN as u64)?, unit)?;
-        Some(Span { offset: start, len: (end - start) as u32, sample_at: (offset - start) as u32 })
+        Some(Span {
+            offset: start,
+            len: (end - start) as u32,
+            sample_at: (offset - start) as u32,
+        })
     }
 }
 
@@ -102,7 +106,11 @@ pub(crate) enum Misaligned {
 
 /// Checks the `FILE_FLAG_NO_BUFFERING` rules: file offset, length and buffer address are all
 /// multiples of the sector size.
-pub(crate) fn check_sector_alignment(span: Span, buffer_addr: usize, sector: u32) -> Result<(), Misaligned> {
+pub(crate) fn check_sector_alignment(
+    span: Span,
+    buffer_addr: usize,
+    sector: u32,
+) -> Result<(), Misaligned> {
     debug_assert!(sector.is_power_of_two());
     let mask = u64::from(sector) - 1;
     if span.offset & mask != 0 {
@@ -129,7 +137,9 @@ pub(crate) fn sane_sector_size(reported: Option<u32>) -> u32 {
 /// Milliseconds to wait for `deadline` from `now`, rounded up so the wait never ends before the
 /// deadline; [`WAIT_INFINITE_MS`] without a deadline, 0 once it has passed.
 pub(crate) fn timeout_ms(now: Instant, deadline: Option<Instant>) -> u32 {
-    let Some(deadline) = deadline else { return WAIT_INFINITE_MS };
+    let Some(deadline) = deadline else {
+        return WAIT_INFINITE_MS;
+    };
     let left = deadline.saturating_duration_since(now);
     let ms = left.as_nanos().div_ceil(1_000_000);
     ms.min(u128::from(WAIT_INFINITE_MS - 1)) as u32
@@ -151,7 +161,11 @@ unsafe impl Send for AlignedSlab {}
 impl AlignedSlab {
     /// `slot_len` is rounded up to a multiple of `align` (a power of two) so every slot is aligned.
     pub(crate) fn new(slots: usize, slot_len: usize, align: usize) -> Result<AlignedSlab, IoError> {
-        let bad = || IoError::Config(format!("cannot allocate {slots} buffers of {slot_len} bytes aligned to {align}"));
+        let bad = || {
+            IoError::Config(format!(
+                "cannot allocate {slots} buffers of {slot_len} bytes aligned to {align}"
+            ))
+        };
         if slots == 0 || slot_len == 0 || !align.is_power_of_two() {
             return Err(bad());
         }
@@ -161,7 +175,12 @@ impl AlignedSlab {
         // SAFETY: `layout` has a non-zero size (slots and slot_len are non-zero).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or_else(bad)?;
-        Ok(AlignedSlab { ptr, layout, slot_len, slots })
+        Ok(AlignedSlab {
+            ptr,
+            layout,
+            slot_len,
+            slots,
+        })
     }
 
     pub(crate) fn slot_len(&self) -> usize {
@@ -220,7 +239,10 @@ pub(crate) struct PortEvent {
 
 impl Default for PortEvent {
     fn default() -> Self {
-        PortEvent { slot: u32::MAX, outcome: Ok(0) }
+        PortEvent {
+            slot: u32::MAX,
+            outcome: Ok(0),
+        }
     }
 }
 
@@ -268,7 +290,13 @@ pub(crate) struct OverlappedEngine<D: OverlappedDriver> {
 
 impl<D: OverlappedDriver> OverlappedEngine<D> {
     /// `depth` slots; `driver` must own at least `depth` buffers of `plan.max_span_len()` bytes.
-    pub(crate) fn new(driver: D, plan: SpanPlan, sector_rule: Option<u32>, files: u32, depth: usize) -> Self {
+    pub(crate) fn new(
+        driver: D,
+        plan: SpanPlan,
+        sector_rule: Option<u32>,
+        files: u32,
+        depth: usize,
+    ) -> Self {
         let depth = depth.max(1);
         OverlappedEngine {
             driver,
@@ -303,7 +331,11 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         }
         // Slots in use = queued + pending <= in_flight < capacity, so one is free.
         let slot = self.free.pop().ok_or(QueueFull)?;
-        let span = self.plan.span(read.offset).unwrap_or(Span { offset: read.offset, len: 0, sample_at: 0 });
+        let span = self.plan.span(read.offset).unwrap_or(Span {
+            offset: read.offset,
+            len: 0,
+            sample_at: 0,
+        });
         self.slots[slot as usize] = Some(SlotUse { read, span });
         self.queued.push(slot);
         Ok(())
@@ -338,9 +370,14 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
     /// bugs in pora, not disk errors, so they stop the worker with a clear message.
     fn check_read(&self, slot: u32, used: SlotUse) -> Result<(), IoError> {
         if used.read.file >= self.files {
-            return Err(IoError::Config(format!("read names file #{} but only {} are open", used.read.file, self.files)));
+            return Err(IoError::Config(format!(
+                "read names file #{} but only {} are open",
+                used.read.file, self.files
+            )));
         }
-        let Some(sector) = self.sector_rule else { return Ok(()) };
+        let Some(sector) = self.sector_rule else {
+            return Ok(());
+        };
         if used.span.len == 0 {
             return Ok(());
         }
@@ -354,25 +391,44 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
 
     /// Turns a finished slot into a ready completion and frees the slot.
     fn finish(&mut self, slot: u32, outcome: Result<u32, i32>) {
-        let used = self.slots[slot as usize].take().expect("finished slot is in use");
+        let used = self.slots[slot as usize]
+            .take()
+            .expect("finished slot is in use");
         let (read, span) = (used.read, used.span);
-        let error = |kind| Err(ReadError { file: read.file, offset: read.offset, kind });
+        let error = |kind| {
+            Err(ReadError {
+                file: read.file,
+                offset: read.offset,
+                kind,
+            })
+        };
         let result = match outcome {
             Ok(bytes) => {
                 let need = span.sample_at + SAMPLE_LEN as u32;
                 if bytes.min(span.len) >= need {
                     let mut sample: Sample = [0; SAMPLE_LEN];
-                    sample.copy_from_slice(&self.driver.buffer(slot, need)[span.sample_at as usize..need as usize]);
+                    sample.copy_from_slice(
+                        &self.driver.buffer(slot, need)[span.sample_at as usize..need as usize],
+                    );
                     Ok(sample)
                 } else {
                     let got = bytes.saturating_sub(span.sample_at).min(SAMPLE_LEN as u32);
-                    error(ReadErrorKind::ShortRead { got, wanted: SAMPLE_LEN as u32 })
+                    error(ReadErrorKind::ShortRead {
+                        got,
+                        wanted: SAMPLE_LEN as u32,
+                    })
                 }
             }
-            Err(WIN32_ERROR_HANDLE_EOF) => error(ReadErrorKind::ShortRead { got: 0, wanted: SAMPLE_LEN as u32 }),
+            Err(WIN32_ERROR_HANDLE_EOF) => error(ReadErrorKind::ShortRead {
+                got: 0,
+                wanted: SAMPLE_LEN as u32,
+            }),
             Err(code) => error(ReadErrorKind::Os(code)),
         };
-        self.ready.push_back(Completion { tag: read.tag, result });
+        self.ready.push_back(Completion {
+            tag: read.tag,
+            result,
+        });
         self.free.push(slot);
     }
 
@@ -381,9 +437,15 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         let n = self.driver.wait(&mut self.events, timeout_ms)?;
         for i in 0..n {
             let event = self.events[i];
-            let in_use = self.slots.get(event.slot as usize).is_some_and(|s| s.is_some());
+            let in_use = self
+                .slots
+                .get(event.slot as usize)
+                .is_some_and(|s| s.is_some());
             if !in_use {
-                return Err(IoError::Config(format!("completion port returned unknown slot {}", event.slot)));
+                return Err(IoError::Config(format!(
+                    "completion port returned unknown slot {}",
+                    event.slot
+                )));
             }
             self.pending_in_os -= 1;
             self.finish(event.slot, event.outcome);
@@ -393,7 +455,12 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
 
     /// The contract's `reap`: appends ready completions, waiting on the port (deadline as the
     /// timeout) until at least `min_complete` (clamped to in-flight) were appended.
-    pub(crate) fn reap(&mut self, out: &mut Vec<Completion>, min_complete: usize, deadline: Option<Instant>) -> Result<usize, IoError> {
+    pub(crate) fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min_complete: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         let want = min_complete.min(self.in_flight());
         let mut appended = self.drain_ready(out);
         if want == 0 && self.pending_in_os > 0 {

@@ -21,12 +21,19 @@ use crate::{BackendFactory, IoConfig, IoError, Method};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     match method {
         Method::Pread | Method::PreadShared => sync::open_pread(method, paths, config),
         Method::Mmap => sync::open_mmap(paths, config),
         Method::Iocp | Method::IocpUnbuffered => iocp::open(method, paths, config),
-        _ => Err(IoError::Unavailable { method: method.name(), reason: "not a Windows method".into() }),
+        _ => Err(IoError::Unavailable {
+            method: method.name(),
+            reason: "not a Windows method".into(),
+        }),
     }
 }
 

@@ -4,7 +4,9 @@
 //! Runs on Windows (under Wine in CI: correctness only, never speed).
 #![cfg(windows)]
 
-use pora_io::{BlockSize, Completion, IoConfig, Method, QueueFull, Read, ReadErrorKind, Sample, SAMPLE_LEN};
+use pora_io::{
+    BlockSize, Completion, IoConfig, Method, QueueFull, Read, ReadErrorKind, Sample, SAMPLE_LEN,
+};
 use std::fs::{File, OpenOptions};
 use std::os::windows::fs::FileExt;
 use std::os::windows::io::AsRawHandle;
@@ -12,13 +14,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const GIB: u64 = 1 << 30;
-const WINDOWS_METHODS: [Method; 5] = [Method::Pread, Method::PreadShared, Method::Mmap, Method::Iocp, Method::IocpUnbuffered];
+const WINDOWS_METHODS: [Method; 5] = [
+    Method::Pread,
+    Method::PreadShared,
+    Method::Mmap,
+    Method::Iocp,
+    Method::IocpUnbuffered,
+];
 
 /// 32 bytes that identify `offset` (never all zero, so a sparse hole cannot pass for them).
 fn stamp(offset: u64) -> Sample {
     let mut x = offset ^ 0x9E37_79B9_7F4A_7C15;
     std::array::from_fn(|i| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407 + i as u64);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407 + i as u64);
         (x >> 56) as u8 | 1
     })
 }
@@ -43,14 +53,23 @@ fn make_sparse(file: &File) {
         )
     };
     if ok == 0 {
-        eprintln!("note: FSCTL_SET_SPARSE failed ({}); continuing", std::io::Error::last_os_error());
+        eprintln!(
+            "note: FSCTL_SET_SPARSE failed ({}); continuing",
+            std::io::Error::last_os_error()
+        );
     }
 }
 
 /// A sparse file of `len` bytes with `stamp(o)` written at each offset in `offsets`.
 fn build(dir: &Path, name: &str, len: u64, offsets: &[u64]) -> PathBuf {
     let path = dir.join(name);
-    let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).unwrap();
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
     make_sparse(&file);
     file.set_len(len).unwrap();
     for &o in offsets {
@@ -65,7 +84,16 @@ fn build(dir: &Path, name: &str, len: u64, offsets: &[u64]) -> PathBuf {
 /// overlap, so every offset holds its own stamp.
 fn offsets(len: u64) -> Vec<u64> {
     let four_gib = 4u64 << 30;
-    let mut v = vec![0, 32, 4096 - 16, len - 32, four_gib - 64, four_gib - 16, four_gib + 32, four_gib + 4096 * 3 + 96];
+    let mut v = vec![
+        0,
+        32,
+        4096 - 16,
+        len - 32,
+        four_gib - 64,
+        four_gib - 16,
+        four_gib + 32,
+        four_gib + 4096 * 3 + 96,
+    ];
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     while v.len() < 56 {
         x ^= x << 13;
@@ -85,7 +113,9 @@ fn plain_read(path: &Path, offset: u64) -> Sample {
     let mut buf = [0u8; SAMPLE_LEN];
     let mut got = 0;
     while got < SAMPLE_LEN {
-        let n = file.seek_read(&mut buf[got..], offset + got as u64).unwrap();
+        let n = file
+            .seek_read(&mut buf[got..], offset + got as u64)
+            .unwrap();
         assert!(n > 0, "plain read hit EOF at {offset}");
         got += n;
     }
@@ -104,11 +134,20 @@ fn fixture() -> Fixture {
     let len = 4 * GIB + (1 << 20) + 4096; // past 4 GiB, not a multiple of 1 MiB
     let offsets = offsets(len);
     let path = build(dir.path(), "shard.dat", len, &offsets);
-    Fixture { _dir: dir, path, len, offsets }
+    Fixture {
+        _dir: dir,
+        path,
+        len,
+        offsets,
+    }
 }
 
 fn config(method: Method, block_size: BlockSize) -> IoConfig {
-    IoConfig { method, block_size, ..Default::default() }
+    IoConfig {
+        method,
+        block_size,
+        ..Default::default()
+    }
 }
 
 /// Reads every `(file, offset)` through one worker, `depth` at a time; returns results by index.
@@ -120,7 +159,13 @@ fn read_all(backend: &mut dyn pora_io::Backend, reads: &[(u32, u64)]) -> Vec<Com
     while finished < reads.len() {
         while next < reads.len() && backend.in_flight() < backend.capacity() {
             let (file, offset) = reads[next];
-            backend.push(Read { tag: next as u32, file, offset }).unwrap();
+            backend
+                .push(Read {
+                    tag: next as u32,
+                    file,
+                    offset,
+                })
+                .unwrap();
             next += 1;
         }
         backend.submit().unwrap();
@@ -146,7 +191,11 @@ fn every_method_reads_the_same_bytes_as_a_plain_read() {
     let fx = fixture();
     let reads: Vec<(u32, u64)> = fx.offsets.iter().map(|&o| (0, o)).collect();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Natural)).unwrap();
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap();
         assert_eq!(factory.method(), method);
         eprintln!("{}", factory.describe());
         for depth in [1, 7, 64] {
@@ -154,8 +203,15 @@ fn every_method_reads_the_same_bytes_as_a_plain_read() {
             assert_eq!(worker.capacity(), depth);
             let results = read_all(worker.as_mut(), &reads);
             for (c, &(_, o)) in results.iter().zip(&reads) {
-                let got = c.result.as_ref().unwrap_or_else(|e| panic!("{method} depth {depth}: {e}"));
-                assert_eq!(got, &plain_read(&fx.path, o), "{method} depth {depth} offset {o}");
+                let got = c
+                    .result
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("{method} depth {depth}: {e}"));
+                assert_eq!(
+                    got,
+                    &plain_read(&fx.path, o),
+                    "{method} depth {depth} offset {o}"
+                );
                 assert_eq!(got, &stamp(o), "{method} depth {depth} offset {o}");
             }
             assert_eq!(worker.in_flight(), 0);
@@ -167,20 +223,48 @@ fn every_method_reads_the_same_bytes_as_a_plain_read() {
 fn block_sizes_read_whole_aligned_blocks_around_the_sample() {
     let fx = fixture();
     let reads: Vec<(u32, u64)> = fx.offsets.iter().map(|&o| (0, o)).collect();
-    for (method, block) in [(Method::Iocp, 4096), (Method::Iocp, 64), (Method::IocpUnbuffered, 4096), (Method::IocpUnbuffered, 65536)] {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Bytes(block))).unwrap();
+    for (method, block) in [
+        (Method::Iocp, 4096),
+        (Method::Iocp, 64),
+        (Method::IocpUnbuffered, 4096),
+        (Method::IocpUnbuffered, 65536),
+    ] {
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Bytes(block)),
+        )
+        .unwrap();
         let mut worker = factory.worker(16).unwrap();
         for (c, &(_, o)) in read_all(worker.as_mut(), &reads).iter().zip(&reads) {
-            assert_eq!(c.result.as_ref().unwrap(), &stamp(o), "{method} block {block} offset {o}");
+            assert_eq!(
+                c.result.as_ref().unwrap(),
+                &stamp(o),
+                "{method} block {block} offset {o}"
+            );
         }
     }
     for method in [Method::Pread, Method::PreadShared, Method::Mmap] {
-        let err = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Bytes(4096))).err().expect("refused");
+        let err = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Bytes(4096)),
+        )
+        .err()
+        .expect("refused");
         assert!(err.to_string().contains("block-size"), "{err}");
     }
-    let err = pora_io::open(&[fx.path.clone()], &config(Method::Iocp, BlockSize::Bytes(3000))).err().expect("refused");
+    let err = pora_io::open(
+        std::slice::from_ref(&fx.path),
+        &config(Method::Iocp, BlockSize::Bytes(3000)),
+    )
+    .err()
+    .expect("refused");
     assert!(err.to_string().contains("power of two"), "{err}");
-    let err = pora_io::open(&[fx.path.clone()], &config(Method::IocpUnbuffered, BlockSize::Bytes(256))).err().expect("refused");
+    let err = pora_io::open(
+        std::slice::from_ref(&fx.path),
+        &config(Method::IocpUnbuffered, BlockSize::Bytes(256)),
+    )
+    .err()
+    .expect("refused");
     assert!(err.to_string().contains("sector"), "{err}");
 }
 
@@ -188,7 +272,12 @@ fn block_sizes_read_whole_aligned_blocks_around_the_sample() {
 fn several_workers_read_at_once_and_across_files() {
     let fx = fixture();
     let second_offsets: Vec<u64> = (0..40u64).map(|i| i * 1_048_608 + 64).collect();
-    let second = build(fx.path.parent().unwrap(), "second.dat", 64 << 20, &second_offsets);
+    let second = build(
+        fx.path.parent().unwrap(),
+        "second.dat",
+        64 << 20,
+        &second_offsets,
+    );
     let paths = vec![fx.path.clone(), second];
     let mut reads: Vec<(u32, u64)> = fx.offsets.iter().map(|&o| (0, o)).collect();
     reads.extend(second_offsets.iter().map(|&o| (1, o)));
@@ -201,7 +290,11 @@ fn several_workers_read_at_once_and_across_files() {
                 s.spawn(move || {
                     let mut worker = factory.worker(8 + t).unwrap();
                     for (c, &(_, o)) in read_all(worker.as_mut(), reads).iter().zip(reads) {
-                        assert_eq!(c.result.as_ref().unwrap(), &stamp(o), "{method} worker {t} offset {o}");
+                        assert_eq!(
+                            c.result.as_ref().unwrap(),
+                            &stamp(o),
+                            "{method} worker {t} offset {o}"
+                        );
                     }
                 });
             }
@@ -213,20 +306,52 @@ fn several_workers_read_at_once_and_across_files() {
 fn queue_full_at_the_depth_until_reaped() {
     let fx = fixture();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Natural)).unwrap();
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap();
         let mut worker = factory.worker(4).unwrap();
         for i in 0..4 {
-            worker.push(Read { tag: i, file: 0, offset: fx.offsets[i as usize] }).unwrap();
+            worker
+                .push(Read {
+                    tag: i,
+                    file: 0,
+                    offset: fx.offsets[i as usize],
+                })
+                .unwrap();
         }
-        assert_eq!(worker.push(Read { tag: 9, file: 0, offset: 0 }), Err(QueueFull), "{method}");
+        assert_eq!(
+            worker.push(Read {
+                tag: 9,
+                file: 0,
+                offset: 0
+            }),
+            Err(QueueFull),
+            "{method}"
+        );
         worker.submit().unwrap();
-        assert_eq!(worker.push(Read { tag: 9, file: 0, offset: 0 }), Err(QueueFull), "{method}: unreaped");
+        assert_eq!(
+            worker.push(Read {
+                tag: 9,
+                file: 0,
+                offset: 0
+            }),
+            Err(QueueFull),
+            "{method}: unreaped"
+        );
         let mut out = Vec::with_capacity(4);
         while out.len() < 4 {
             worker.reap(&mut out, 4, None).unwrap();
         }
         assert_eq!(worker.in_flight(), 0);
-        worker.push(Read { tag: 9, file: 0, offset: 0 }).unwrap();
+        worker
+            .push(Read {
+                tag: 9,
+                file: 0,
+                offset: 0,
+            })
+            .unwrap();
     }
 }
 
@@ -234,10 +359,20 @@ fn queue_full_at_the_depth_until_reaped() {
 fn a_passed_deadline_returns_and_nothing_is_lost() {
     let fx = fixture();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Natural)).unwrap();
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap();
         let mut worker = factory.worker(32).unwrap();
         for (i, &o) in fx.offsets.iter().take(32).enumerate() {
-            worker.push(Read { tag: i as u32, file: 0, offset: o }).unwrap();
+            worker
+                .push(Read {
+                    tag: i as u32,
+                    file: 0,
+                    offset: o,
+                })
+                .unwrap();
         }
         worker.submit().unwrap();
         let mut out = Vec::with_capacity(32);
@@ -245,7 +380,13 @@ fn a_passed_deadline_returns_and_nothing_is_lost() {
         worker.reap(&mut out, 32, Some(Instant::now())).unwrap();
         worker.reap(&mut out, 0, None).unwrap();
         while out.len() < 32 {
-            worker.reap(&mut out, 32, Some(Instant::now() + std::time::Duration::from_millis(50))).unwrap();
+            worker
+                .reap(
+                    &mut out,
+                    32,
+                    Some(Instant::now() + std::time::Duration::from_millis(50)),
+                )
+                .unwrap();
         }
         assert_eq!(worker.in_flight(), 0, "{method}");
         out.sort_by_key(|c| c.tag);
@@ -262,16 +403,30 @@ fn reads_at_or_past_the_end_are_read_errors_naming_the_offset() {
     let mut reads: Vec<(u32, u64)> = bad.iter().map(|&o| (0, o)).collect();
     reads.push((0, fx.len - 32)); // the good last sample still reads fine among failures
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Natural)).unwrap();
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap();
         let mut worker = factory.worker(8).unwrap();
         let results = read_all(worker.as_mut(), &reads);
         for (c, &(_, o)) in results.iter().zip(&reads).take(bad.len()) {
-            let err = c.result.as_ref().expect_err(&format!("{method}: read at {o} of a {} byte file", fx.len));
+            let err = c
+                .result
+                .as_ref()
+                .expect_err(&format!("{method}: read at {o} of a {} byte file", fx.len));
             assert_eq!((err.file, err.offset), (0, o), "{method}");
-            let expected = matches!(err.kind, ReadErrorKind::ShortRead { .. } | ReadErrorKind::OutOfBounds { .. });
+            let expected = matches!(
+                err.kind,
+                ReadErrorKind::ShortRead { .. } | ReadErrorKind::OutOfBounds { .. }
+            );
             assert!(expected, "{method} offset {o}: {err}");
         }
-        assert_eq!(results[bad.len()].result.as_ref().unwrap(), &stamp(fx.len - 32), "{method}");
+        assert_eq!(
+            results[bad.len()].result.as_ref().unwrap(),
+            &stamp(fx.len - 32),
+            "{method}"
+        );
     }
 }
 
@@ -280,7 +435,12 @@ fn a_missing_file_is_an_open_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.dat");
     for method in WINDOWS_METHODS {
-        let err = pora_io::open(&[missing.clone()], &config(method, BlockSize::Natural)).err().expect("must fail");
+        let err = pora_io::open(
+            std::slice::from_ref(&missing),
+            &config(method, BlockSize::Natural),
+        )
+        .err()
+        .expect("must fail");
         assert!(err.to_string().contains("nope.dat"), "{method}: {err}");
     }
 }
@@ -289,11 +449,21 @@ fn a_missing_file_is_an_open_error_naming_it() {
 fn dropping_a_worker_with_reads_in_flight_is_safe() {
     let fx = fixture();
     for method in [Method::Iocp, Method::IocpUnbuffered] {
-        let factory = pora_io::open(&[fx.path.clone()], &config(method, BlockSize::Natural)).unwrap();
+        let factory = pora_io::open(
+            std::slice::from_ref(&fx.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap();
         for _ in 0..10 {
             let mut worker = factory.worker(32).unwrap();
             for (i, &o) in fx.offsets.iter().take(32).enumerate() {
-                worker.push(Read { tag: i as u32, file: 0, offset: o }).unwrap();
+                worker
+                    .push(Read {
+                        tag: i as u32,
+                        file: 0,
+                        offset: o,
+                    })
+                    .unwrap();
             }
             worker.submit().unwrap();
             drop(worker); // cancels and drains before the buffers are freed
@@ -309,9 +479,19 @@ fn volume_facts_report_a_usable_sector_size() {
     let fx = fixture();
     let facts = pora_io::windows::windows_volume_facts(&fx.path);
     eprintln!("{facts:#?}");
-    assert!(facts.unbuffered_sector_bytes.is_power_of_two() && facts.unbuffered_sector_bytes >= 512);
+    assert!(
+        facts.unbuffered_sector_bytes.is_power_of_two() && facts.unbuffered_sector_bytes >= 512
+    );
     assert!(facts.volume_root.is_some(), "{facts:?}");
-    assert!(matches!(facts.bitlocker, pora_io::windows::BitLocker::Unknown(_) | pora_io::windows::BitLocker::On | pora_io::windows::BitLocker::Off));
+    assert!(matches!(
+        facts.bitlocker,
+        pora_io::windows::BitLocker::Unknown(_)
+            | pora_io::windows::BitLocker::On
+            | pora_io::windows::BitLocker::Off
+    ));
     let missing = pora_io::windows::windows_volume_facts(Path::new("Z:\\no\\such\\file.dat"));
-    assert!(!missing.notes.is_empty(), "a failed query must be explained: {missing:?}");
+    assert!(
+        !missing.notes.is_empty(),
+        "a failed query must be explained: {missing:?}"
+    );
 }

@@ -12,12 +12,20 @@ use std::process::{Command, Output};
 const WINDOWS_METHODS: [&str; 5] = ["pread", "pread-shared", "mmap", "iocp", "iocp-unbuffered"];
 
 fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora")).args(args).output().expect("the pora binary runs")
+    Command::new(env!("CARGO_BIN_EXE_pora"))
+        .args(args)
+        .output()
+        .expect("the pora binary runs")
 }
 
 fn ok(out: &Output, what: &str) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{what} failed ({}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout
 }
 
@@ -26,11 +34,16 @@ fn vectors() -> Vec<Value> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = vec![root.join("testdata/esnode-sample.json")];
     if let Ok(dir) = std::fs::read_dir(root.join("../shared/vectors")) {
-        files.extend(dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")));
+        files.extend(
+            dir.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json")),
+        );
     }
     let mut out = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let doc: Value = serde_json::from_str(&text).unwrap();
         out.extend(doc["vectors"].as_array().cloned().unwrap_or_default());
     }
@@ -51,16 +64,55 @@ fn text(v: &Value, key: &str) -> String {
 fn build_shard(dir: &Path, n: usize, v: &Value) -> PathBuf {
     let path = dir.join(format!("vector{n}-shard{}.dat", v["shard"]));
     let p = path.to_str().unwrap();
-    let (shard, eb, kb) = (text(v, "shard"), text(v, "kvEntriesBits"), text(v, "kvSizeBits"));
-    let args = ["create", p, "--shard", &shard, "--kv-entries-bits", &eb, "--kv-size-bits", &kb];
+    let (shard, eb, kb) = (
+        text(v, "shard"),
+        text(v, "kvEntriesBits"),
+        text(v, "kvSizeBits"),
+    );
+    let args = [
+        "create",
+        p,
+        "--shard",
+        &shard,
+        "--kv-entries-bits",
+        &eb,
+        "--kv-size-bits",
+        &kb,
+    ];
     let miner = text(v, "miner");
-    ok(&pora(&[&args[..], &["--miner", &miner, "--encode-type", "3", "--fill", "sparse", "--quiet"]].concat()), "pora create");
-    let shard_start_byte = v["shard"].as_u64().unwrap() << (v["kvEntriesBits"].as_u64().unwrap() + v["kvSizeBits"].as_u64().unwrap());
+    ok(
+        &pora(
+            &[
+                &args[..],
+                &[
+                    "--miner",
+                    &miner,
+                    "--encode-type",
+                    "3",
+                    "--fill",
+                    "sparse",
+                    "--quiet",
+                ],
+            ]
+            .concat(),
+        ),
+        "pora create",
+    );
+    let shard_start_byte = v["shard"].as_u64().unwrap()
+        << (v["kvEntriesBits"].as_u64().unwrap() + v["kvSizeBits"].as_u64().unwrap());
     let file = OpenOptions::new().write(true).open(&path).unwrap();
-    for (idx, sample) in v["sampleIdxs"].as_array().unwrap().iter().zip(v["encodedSamples"].as_array().unwrap()) {
+    for (idx, sample) in v["sampleIdxs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(v["encodedSamples"].as_array().unwrap())
+    {
         let hex = sample.as_str().unwrap().trim_start_matches("0x");
-        let bytes: Vec<u8> = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
-        file.seek_write(&bytes, 4096 + idx.as_u64().unwrap() * 32 - shard_start_byte).unwrap();
+        let bytes: Vec<u8> = (0..32)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        file.seek_write(&bytes, 4096 + idx.as_u64().unwrap() * 32 - shard_start_byte)
+            .unwrap();
     }
     file.sync_all().unwrap();
     path
@@ -73,27 +125,83 @@ fn pora_hash_reproduces_every_esnode_vector() {
         let path = build_shard(dir.path(), n, v);
         let (randao, nonce) = (text(v, "randao"), text(v, "nonce"));
         let diff = [
-            "--difficulty", &text(v, "difficulty"), "--interval", &text(v, "interval"),
-            "--cutoff", &text(v, "cutoff"), "--diff-adj-divisor", &text(v, "diffAdjDivisor"),
-            "--minimum-diff", &text(v, "minimumDiff"),
+            "--difficulty",
+            &text(v, "difficulty"),
+            "--interval",
+            &text(v, "interval"),
+            "--cutoff",
+            &text(v, "cutoff"),
+            "--diff-adj-divisor",
+            &text(v, "diffAdjDivisor"),
+            "--minimum-diff",
+            &text(v, "minimumDiff"),
         ];
-        let args = [&["hash", "--file", path.to_str().unwrap(), "--randao", &randao, "--nonce", &nonce, "--json"][..], &diff[..]].concat();
+        let args = [
+            &[
+                "hash",
+                "--file",
+                path.to_str().unwrap(),
+                "--randao",
+                &randao,
+                "--nonce",
+                &nonce,
+                "--json",
+            ][..],
+            &diff[..],
+        ]
+        .concat();
         let got: Value = serde_json::from_str(&ok(&pora(&args), "pora hash")).unwrap();
         let lower = |v: &Value| v.as_str().unwrap().to_lowercase();
-        assert_eq!(lower(&got["hash0"]), lower(&v["hash0"]), "hash0 of nonce {nonce}");
-        assert_eq!(lower(&got["hash1"]), lower(&v["hash1"]), "hash1 of nonce {nonce}");
-        assert_eq!(got["sampleIdxs"], v["sampleIdxs"], "sample indices of nonce {nonce}");
-        let samples: Vec<String> = got["encodedSamples"].as_array().unwrap().iter().map(lower).collect();
-        let want: Vec<String> = v["encodedSamples"].as_array().unwrap().iter().map(lower).collect();
+        assert_eq!(
+            lower(&got["hash0"]),
+            lower(&v["hash0"]),
+            "hash0 of nonce {nonce}"
+        );
+        assert_eq!(
+            lower(&got["hash1"]),
+            lower(&v["hash1"]),
+            "hash1 of nonce {nonce}"
+        );
+        assert_eq!(
+            got["sampleIdxs"], v["sampleIdxs"],
+            "sample indices of nonce {nonce}"
+        );
+        let samples: Vec<String> = got["encodedSamples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(lower)
+            .collect();
+        let want: Vec<String> = v["encodedSamples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(lower)
+            .collect();
         assert_eq!(samples, want, "samples of nonce {nonce}");
-        assert_eq!(text(&got, "requiredDiff"), text(v, "requiredDiff"), "requiredDiff of nonce {nonce}");
-        assert_eq!(got["valid"], v["hash1MeetsRequiredDiff"], "validity of nonce {nonce}");
+        assert_eq!(
+            text(&got, "requiredDiff"),
+            text(v, "requiredDiff"),
+            "requiredDiff of nonce {nonce}"
+        );
+        assert_eq!(
+            got["valid"], v["hash1MeetsRequiredDiff"],
+            "validity of nonce {nonce}"
+        );
     }
 }
 
 #[test]
 fn pora_hash_names_a_missing_file() {
-    let out = pora(&["hash", "--file", "C:\\no\\such\\shard.dat", "--randao", &format!("0x{}", "11".repeat(32)), "--nonce", "1"]);
+    let out = pora(&[
+        "hash",
+        "--file",
+        "C:\\no\\such\\shard.dat",
+        "--randao",
+        &format!("0x{}", "11".repeat(32)),
+        "--nonce",
+        "1",
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("shard.dat"), "{stderr}");
@@ -116,12 +224,27 @@ fn pora_mine_runs_with_every_windows_method() {
     let shard = dir.path().join("mine.dat");
     let s = shard.to_str().unwrap();
     // A 16 MiB shard of random bytes: small enough for Wine, large enough for random reads.
-    ok(&pora(&["create", s, "--shard", "0", "--kv-entries-bits", "7", "--fill", "random", "--quiet"]), "pora create");
+    ok(
+        &pora(&[
+            "create",
+            s,
+            "--shard",
+            "0",
+            "--kv-entries-bits",
+            "7",
+            "--fill",
+            "random",
+            "--quiet",
+        ]),
+        "pora create",
+    );
     for method in WINDOWS_METHODS {
         let out = pora(&mine_args(s, method));
         let stdout = ok(&out, &format!("pora mine --method {method}"));
         let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-            .unwrap_or_else(|e| panic!("pora mine --method {method} --json printed no JSON ({e}):\n{stdout}"));
+            .unwrap_or_else(|e| {
+                panic!("pora mine --method {method} --json printed no JSON ({e}):\n{stdout}")
+            });
         assert_mined(&report, method);
     }
 }
@@ -129,13 +252,31 @@ fn pora_mine_runs_with_every_windows_method() {
 /// A short, deterministic mining run: a few thousand nonces of one slot, JSON report.
 fn mine_args<'a>(file: &'a str, method: &'a str) -> Vec<&'a str> {
     vec![
-        "mine", "--file", file, "--method", method, "--threads", "2", "--depth", "8", "--nonce-limit", "4096",
-        "--slots", "1", "--randao", "0x1111111111111111111111111111111111111111111111111111111111111111", "--json",
+        "mine",
+        "--file",
+        file,
+        "--method",
+        method,
+        "--threads",
+        "2",
+        "--depth",
+        "8",
+        "--nonce-limit",
+        "4096",
+        "--slots",
+        "1",
+        "--randao",
+        "0x1111111111111111111111111111111111111111111111111111111111111111",
+        "--json",
     ]
 }
 
 fn assert_mined(report: &Value, method: &str) {
-    let tried = report.pointer("/noncesTried").or_else(|| report.pointer("/slots/0/noncesTried"));
-    let tried = tried.and_then(Value::as_u64).unwrap_or_else(|| panic!("{method}: no noncesTried in {report}"));
+    let tried = report
+        .pointer("/noncesTried")
+        .or_else(|| report.pointer("/slots/0/noncesTried"));
+    let tried = tried
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{method}: no noncesTried in {report}"));
     assert!(tried > 0, "{method}: no nonce was tried: {report}");
 }

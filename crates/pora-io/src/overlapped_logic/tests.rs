@@ -43,7 +43,13 @@ struct FakeOs {
 const ERROR_OPERATION_ABORTED: i32 = 995;
 
 impl FakeOs {
-    fn new(file_len: u64, depth: usize, plan: SpanPlan, align: usize, mode: impl FnMut(u64) -> Mode + 'static) -> FakeOs {
+    fn new(
+        file_len: u64,
+        depth: usize,
+        plan: SpanPlan,
+        align: usize,
+        mode: impl FnMut(u64) -> Mode + 'static,
+    ) -> FakeOs {
         FakeOs {
             file_len,
             slab: AlignedSlab::new(depth, plan.max_span_len() as usize, align).unwrap(),
@@ -98,12 +104,19 @@ impl OverlappedDriver for FakeOs {
     fn wait(&mut self, events: &mut [PortEvent], timeout_ms: u32) -> Result<usize, IoError> {
         self.timeouts_ms.push(timeout_ms);
         if !self.deliver {
-            assert_ne!(timeout_ms, WAIT_INFINITE_MS, "an infinite wait on a silent port would hang");
+            assert_ne!(
+                timeout_ms, WAIT_INFINITE_MS,
+                "an infinite wait on a silent port would hang"
+            );
             return Ok(0);
         }
         let mut n = 0;
         while n < events.len() {
-            let next = if self.reverse { self.port.pop_back() } else { self.port.pop_front() };
+            let next = if self.reverse {
+                self.port.pop_back()
+            } else {
+                self.port.pop_front()
+            };
             let Some(event) = next else { break };
             events[n] = event;
             n += 1;
@@ -124,10 +137,19 @@ impl OverlappedDriver for FakeOs {
 }
 
 fn read(tag: u32, offset: u64) -> Read {
-    Read { tag, file: 0, offset }
+    Read {
+        tag,
+        file: 0,
+        offset,
+    }
 }
 
-fn engine(fake: FakeOs, plan: SpanPlan, sector_rule: Option<u32>, depth: usize) -> OverlappedEngine<FakeOs> {
+fn engine(
+    fake: FakeOs,
+    plan: SpanPlan,
+    sector_rule: Option<u32>,
+    depth: usize,
+) -> OverlappedEngine<FakeOs> {
     OverlappedEngine::new(fake, plan, sector_rule, 1, depth)
 }
 
@@ -152,26 +174,103 @@ const MIB: u64 = 1 << 20;
 fn span_reads_exactly_the_sample_with_unit_one() {
     let plan = SpanPlan::new(1).unwrap();
     assert_eq!(plan.max_span_len(), 32);
-    assert_eq!(plan.span(100), Some(Span { offset: 100, len: 32, sample_at: 0 }));
-    assert_eq!(plan.span(u64::MAX - 32), Some(Span { offset: u64::MAX - 32, len: 32, sample_at: 0 }));
-    assert_eq!(plan.span(u64::MAX - 31), None, "the sample would end at 2^64");
+    assert_eq!(
+        plan.span(100),
+        Some(Span {
+            offset: 100,
+            len: 32,
+            sample_at: 0
+        })
+    );
+    assert_eq!(
+        plan.span(u64::MAX - 32),
+        Some(Span {
+            offset: u64::MAX - 32,
+            len: 32,
+            sample_at: 0
+        })
+    );
+    assert_eq!(
+        plan.span(u64::MAX - 31),
+        None,
+        "the sample would end at 2^64"
+    );
 }
 
 #[test]
 fn span_covers_whole_sectors_for_512_and_4096() {
     let s512 = SpanPlan::new(512).unwrap();
     assert_eq!(s512.max_span_len(), 1024);
-    assert_eq!(s512.span(900), Some(Span { offset: 512, len: 512, sample_at: 388 }));
-    assert_eq!(s512.span(1000), Some(Span { offset: 512, len: 1024, sample_at: 488 }), "1000..1032 crosses 1024");
-    assert_eq!(s512.span(480), Some(Span { offset: 0, len: 512, sample_at: 480 }), "ends exactly at the boundary");
-    assert_eq!(s512.span(500), Some(Span { offset: 0, len: 1024, sample_at: 500 }), "straddles two sectors");
+    assert_eq!(
+        s512.span(900),
+        Some(Span {
+            offset: 512,
+            len: 512,
+            sample_at: 388
+        })
+    );
+    assert_eq!(
+        s512.span(1000),
+        Some(Span {
+            offset: 512,
+            len: 1024,
+            sample_at: 488
+        }),
+        "1000..1032 crosses 1024"
+    );
+    assert_eq!(
+        s512.span(480),
+        Some(Span {
+            offset: 0,
+            len: 512,
+            sample_at: 480
+        }),
+        "ends exactly at the boundary"
+    );
+    assert_eq!(
+        s512.span(500),
+        Some(Span {
+            offset: 0,
+            len: 1024,
+            sample_at: 500
+        }),
+        "straddles two sectors"
+    );
     let s4k = SpanPlan::new(4096).unwrap();
     assert_eq!(s4k.max_span_len(), 8192);
-    assert_eq!(s4k.span(0), Some(Span { offset: 0, len: 4096, sample_at: 0 }));
-    assert_eq!(s4k.span(3 * 4096 + 4064), Some(Span { offset: 3 * 4096, len: 4096, sample_at: 4064 }));
-    assert_eq!(s4k.span(4095), Some(Span { offset: 0, len: 8192, sample_at: 4095 }));
+    assert_eq!(
+        s4k.span(0),
+        Some(Span {
+            offset: 0,
+            len: 4096,
+            sample_at: 0
+        })
+    );
+    assert_eq!(
+        s4k.span(3 * 4096 + 4064),
+        Some(Span {
+            offset: 3 * 4096,
+            len: 4096,
+            sample_at: 4064
+        })
+    );
+    assert_eq!(
+        s4k.span(4095),
+        Some(Span {
+            offset: 0,
+            len: 8192,
+            sample_at: 4095
+        })
+    );
     let big = (5u64 << 32) + 4096 * 7 + 12;
-    assert_eq!(s4k.span(big), Some(Span { offset: (5u64 << 32) + 4096 * 7, len: 4096, sample_at: 12 }));
+    assert_eq!(
+        s4k.span(big),
+        Some(Span {
+            offset: (5u64 << 32) + 4096 * 7,
+            len: 4096,
+            sample_at: 12
+        })
+    );
     assert_eq!(s4k.span(u64::MAX - 40), None, "rounding up past u64::MAX");
 }
 
@@ -181,7 +280,10 @@ fn small_units_never_overflow_the_slot_buffer() {
         let plan = SpanPlan::new(unit).unwrap();
         for offset in 0..(3 * u64::from(unit) + 64) {
             let span = plan.span(offset).unwrap();
-            assert!(span.len <= plan.max_span_len(), "unit {unit} offset {offset}");
+            assert!(
+                span.len <= plan.max_span_len(),
+                "unit {unit} offset {offset}"
+            );
             assert_eq!(span.offset + u64::from(span.sample_at), offset);
             assert!(span.sample_at + 32 <= span.len);
             assert_eq!(span.offset % u64::from(unit), 0);
@@ -200,18 +302,47 @@ fn span_plan_rejects_bad_units() {
 #[test]
 fn sector_rules_check_offset_length_and_buffer() {
     for sector in [512u32, 4096] {
-        let ok = Span { offset: 7 * u64::from(sector), len: 2 * sector, sample_at: 3 };
-        assert_eq!(check_sector_alignment(ok, 16 * sector as usize, sector), Ok(()));
-        let off = Span { offset: ok.offset + 32, ..ok };
-        assert_eq!(check_sector_alignment(off, 0, sector), Err(Misaligned::Offset(off.offset)));
-        let len = Span { len: sector + 32, ..ok };
-        assert_eq!(check_sector_alignment(len, 0, sector), Err(Misaligned::Length(sector + 32)));
-        assert_eq!(check_sector_alignment(Span { len: 0, ..ok }, 0, sector), Err(Misaligned::Length(0)));
+        let ok = Span {
+            offset: 7 * u64::from(sector),
+            len: 2 * sector,
+            sample_at: 3,
+        };
+        assert_eq!(
+            check_sector_alignment(ok, 16 * sector as usize, sector),
+            Ok(())
+        );
+        let off = Span {
+            offset: ok.offset + 32,
+            ..ok
+        };
+        assert_eq!(
+            check_sector_alignment(off, 0, sector),
+            Err(Misaligned::Offset(off.offset))
+        );
+        let len = Span {
+            len: sector + 32,
+            ..ok
+        };
+        assert_eq!(
+            check_sector_alignment(len, 0, sector),
+            Err(Misaligned::Length(sector + 32))
+        );
+        assert_eq!(
+            check_sector_alignment(Span { len: 0, ..ok }, 0, sector),
+            Err(Misaligned::Length(0))
+        );
         let addr = 3 * sector as usize + 256;
-        assert_eq!(check_sector_alignment(ok, addr, sector), Err(Misaligned::Buffer(addr)));
+        assert_eq!(
+            check_sector_alignment(ok, addr, sector),
+            Err(Misaligned::Buffer(addr))
+        );
     }
     // A 512-aligned span is not 4096-aligned.
-    let span = Span { offset: 512, len: 512, sample_at: 0 };
+    let span = Span {
+        offset: 512,
+        len: 512,
+        sample_at: 0,
+    };
     assert_eq!(check_sector_alignment(span, 0, 512), Ok(()));
     assert!(check_sector_alignment(span, 0, 4096).is_err());
 }
@@ -231,11 +362,18 @@ fn timeout_rounds_up_to_whole_milliseconds() {
     let now = Instant::now();
     assert_eq!(timeout_ms(now, None), WAIT_INFINITE_MS);
     assert_eq!(timeout_ms(now, Some(now)), 0);
-    assert_eq!(timeout_ms(now + Duration::from_millis(5), Some(now)), 0, "deadline already passed");
+    assert_eq!(
+        timeout_ms(now + Duration::from_millis(5), Some(now)),
+        0,
+        "deadline already passed"
+    );
     assert_eq!(timeout_ms(now, Some(now + Duration::from_nanos(1))), 1);
     assert_eq!(timeout_ms(now, Some(now + Duration::from_micros(1200))), 2);
     assert_eq!(timeout_ms(now, Some(now + Duration::from_millis(5))), 5);
-    assert_eq!(timeout_ms(now, Some(now + Duration::from_secs(100 * 86400))), WAIT_INFINITE_MS - 1);
+    assert_eq!(
+        timeout_ms(now, Some(now + Duration::from_secs(100 * 86400))),
+        WAIT_INFINITE_MS - 1
+    );
 }
 
 #[test]
@@ -247,7 +385,10 @@ fn slab_slots_are_aligned_and_disjoint() {
         for i in 0..5 {
             assert_eq!(slab.slot_ptr(i) as usize % align, 0);
             if i > 0 {
-                assert_eq!(slab.slot_ptr(i) as usize - slab.slot_ptr(i - 1) as usize, slab.slot_len());
+                assert_eq!(
+                    slab.slot_ptr(i) as usize - slab.slot_ptr(i - 1) as usize,
+                    slab.slot_len()
+                );
             }
         }
     }
@@ -263,9 +404,16 @@ fn reads_completed_at_once_need_no_port_wait() {
     let offsets = [0, 32, 4096, 64 * MIB - 32, 12_345_678, 999];
     let out = run_all(&mut e, &offsets);
     for (c, &o) in out.iter().zip(&offsets) {
-        assert_eq!(c.result.as_ref().unwrap(), &expected_sample(o), "offset {o}");
+        assert_eq!(
+            c.result.as_ref().unwrap(),
+            &expected_sample(o),
+            "offset {o}"
+        );
     }
-    assert!(e.driver().timeouts_ms.is_empty(), "inline completions must not touch the port");
+    assert!(
+        e.driver().timeouts_ms.is_empty(),
+        "inline completions must not touch the port"
+    );
     assert_eq!(e.in_flight(), 0);
 }
 
@@ -273,7 +421,13 @@ fn reads_completed_at_once_need_no_port_wait() {
 fn mixed_immediate_and_pending_reads_all_complete_once() {
     let plan = SpanPlan::new(1).unwrap();
     // Every other 4 KiB page is "cached" (completes at once), the rest go to the port.
-    let fake = FakeOs::new(64 * MIB, 16, plan, 64, |o| if (o / 4096) % 2 == 0 { Mode::Immediate } else { Mode::Pending });
+    let fake = FakeOs::new(64 * MIB, 16, plan, 64, |o| {
+        if (o / 4096) % 2 == 0 {
+            Mode::Immediate
+        } else {
+            Mode::Pending
+        }
+    });
     let mut e = engine(fake, plan, None, 16);
     e.driver.reverse = true;
     let offsets: Vec<u64> = (0..16).map(|i| i * 4096 + i * 32).collect();
@@ -285,7 +439,10 @@ fn mixed_immediate_and_pending_reads_all_complete_once() {
     // A non-blocking reap returns the inline half at once (and polls the port once).
     let mut out = Vec::with_capacity(16);
     let first = e.reap(&mut out, 0, None).unwrap();
-    assert!(first >= 8, "the 8 inline completions are ready without waiting, got {first}");
+    assert!(
+        first >= 8,
+        "the 8 inline completions are ready without waiting, got {first}"
+    );
     assert_eq!(e.driver().timeouts_ms, vec![0]);
     while out.len() < 16 {
         e.reap(&mut out, 16, None).unwrap();
@@ -305,18 +462,24 @@ fn slots_are_reused_across_many_batches() {
     let mut n = 0u64;
     let fake = FakeOs::new(256 * MIB, 4, plan, 4096, move |_| {
         n += 1;
-        if n % 3 == 0 {
-            Mode::Immediate
-        } else {
-            Mode::Pending
+        // Every third read is "cached" and completes inside the call.
+        match n % 3 {
+            0 => Mode::Immediate,
+            _ => Mode::Pending,
         }
     });
     let mut e = engine(fake, plan, Some(4096), 4);
     for batch in 0..50u64 {
-        let offsets: Vec<u64> = (0..4).map(|i| (batch * 7919 + i * 104_729) * 32 % (256 * MIB - 32)).collect();
+        let offsets: Vec<u64> = (0..4)
+            .map(|i| (batch * 7919 + i * 104_729) * 32 % (256 * MIB - 32))
+            .collect();
         let out = run_all(&mut e, &offsets);
         for (c, &o) in out.iter().zip(&offsets) {
-            assert_eq!(c.result.as_ref().unwrap(), &expected_sample(o), "batch {batch} offset {o}");
+            assert_eq!(
+                c.result.as_ref().unwrap(),
+                &expected_sample(o),
+                "batch {batch} offset {o}"
+            );
         }
     }
 }
@@ -331,7 +494,11 @@ fn queue_full_counts_ready_but_unreaped_completions() {
     }
     assert_eq!(e.push(read(9, 0)), Err(QueueFull));
     e.submit().unwrap();
-    assert_eq!(e.push(read(9, 0)), Err(QueueFull), "completed but not reaped still occupies the depth");
+    assert_eq!(
+        e.push(read(9, 0)),
+        Err(QueueFull),
+        "completed but not reaped still occupies the depth"
+    );
     let mut out = Vec::new();
     assert_eq!(e.reap(&mut out, 1, None).unwrap(), 3);
     e.push(read(9, 0)).unwrap();
@@ -354,7 +521,10 @@ fn deadline_is_the_wait_timeout_and_reap_returns_when_it_passes() {
     let soon = Instant::now() + Duration::from_millis(250);
     assert_eq!(e.reap(&mut out, 4, Some(soon)).unwrap(), 0);
     let passed = *e.driver().timeouts_ms.last().unwrap();
-    assert!((1..=250).contains(&passed), "timeout {passed} ms should be the time left to the deadline");
+    assert!(
+        (1..=250).contains(&passed),
+        "timeout {passed} ms should be the time left to the deadline"
+    );
     assert_eq!(e.in_flight(), 4);
     e.driver.deliver = true;
     assert_eq!(e.reap(&mut out, 4, None).unwrap(), 4);
@@ -370,13 +540,39 @@ fn end_of_file_and_short_reads_are_read_errors() {
             let fake = FakeOs::new(file_len, 4, plan, 4096, move |_| mode);
             let mut e = engine(fake, plan, rule, 4);
             let out = run_all(&mut e, &[MIB - 32, MIB, MIB + 4096, 5 * MIB]);
-            assert_eq!(out[0].result.as_ref().unwrap(), &expected_sample(MIB - 32), "{mode:?} unit {unit}");
-            let kinds: Vec<_> = out[1..].iter().map(|c| c.result.as_ref().unwrap_err().kind).collect();
-            assert_eq!(kinds[0], ReadErrorKind::ShortRead { got: 16, wanted: 32 }, "{mode:?} unit {unit}");
-            assert_eq!(kinds[1], ReadErrorKind::ShortRead { got: 0, wanted: 32 }, "{mode:?} unit {unit}");
-            assert_eq!(kinds[2], ReadErrorKind::ShortRead { got: 0, wanted: 32 }, "{mode:?} unit {unit}");
+            assert_eq!(
+                out[0].result.as_ref().unwrap(),
+                &expected_sample(MIB - 32),
+                "{mode:?} unit {unit}"
+            );
+            let kinds: Vec<_> = out[1..]
+                .iter()
+                .map(|c| c.result.as_ref().unwrap_err().kind)
+                .collect();
+            assert_eq!(
+                kinds[0],
+                ReadErrorKind::ShortRead {
+                    got: 16,
+                    wanted: 32
+                },
+                "{mode:?} unit {unit}"
+            );
+            assert_eq!(
+                kinds[1],
+                ReadErrorKind::ShortRead { got: 0, wanted: 32 },
+                "{mode:?} unit {unit}"
+            );
+            assert_eq!(
+                kinds[2],
+                ReadErrorKind::ShortRead { got: 0, wanted: 32 },
+                "{mode:?} unit {unit}"
+            );
             let err = out[3].result.as_ref().unwrap_err();
-            assert_eq!((err.file, err.offset), (0, 5 * MIB), "the error names the read");
+            assert_eq!(
+                (err.file, err.offset),
+                (0, 5 * MIB),
+                "the error names the read"
+            );
         }
     }
 }
@@ -384,25 +580,44 @@ fn end_of_file_and_short_reads_are_read_errors() {
 #[test]
 fn os_errors_come_back_in_their_completion() {
     let plan = SpanPlan::new(1).unwrap();
-    let fake = FakeOs::new(MIB, 4, plan, 64, |o| if o == 64 { Mode::Fail(23) } else { Mode::Immediate });
+    let fake = FakeOs::new(MIB, 4, plan, 64, |o| {
+        if o == 64 {
+            Mode::Fail(23)
+        } else {
+            Mode::Immediate
+        }
+    });
     let mut e = engine(fake, plan, None, 4);
     let out = run_all(&mut e, &[0, 64, 128]);
     assert!(out[0].result.is_ok() && out[2].result.is_ok());
-    assert_eq!(out[1].result.as_ref().unwrap_err().kind, ReadErrorKind::Os(23));
+    assert_eq!(
+        out[1].result.as_ref().unwrap_err().kind,
+        ReadErrorKind::Os(23)
+    );
 }
 
 #[test]
 fn unbuffered_reads_take_the_sample_from_inside_the_sectors() {
     for sector in [512u32, 4096] {
         let plan = SpanPlan::new(sector).unwrap();
-        let fake = FakeOs::new(64 * MIB, 8, plan, sector as usize, |o| if o % 8192 == 0 { Mode::Immediate } else { Mode::Pending });
+        let fake = FakeOs::new(64 * MIB, 8, plan, sector as usize, |o| {
+            if o % 8192 == 0 {
+                Mode::Immediate
+            } else {
+                Mode::Pending
+            }
+        });
         let mut e = engine(fake, plan, Some(sector), 8);
         let s = u64::from(sector);
         // Start of a sector, end of a sector, straddling two, mid-file, last sample.
         let offsets = [0, s - 32, s - 16, 3 * s + 100, 64 * MIB - 32, 5 * s + 1];
         let out = run_all(&mut e, &offsets);
         for (c, &o) in out.iter().zip(&offsets) {
-            assert_eq!(c.result.as_ref().unwrap(), &expected_sample(o), "sector {sector} offset {o}");
+            assert_eq!(
+                c.result.as_ref().unwrap(),
+                &expected_sample(o),
+                "sector {sector} offset {o}"
+            );
         }
     }
 }
@@ -415,8 +630,14 @@ fn misaligned_unbuffered_buffer_is_refused_before_the_os_sees_it() {
     let mut e = engine(fake, plan, Some(4096), 2);
     e.push(read(0, 8192)).unwrap();
     let err = e.submit().unwrap_err().to_string();
-    assert!(err.contains("sector rule") && err.contains("buffer address"), "{err}");
-    assert!(err.contains("offset 8192"), "the error names the read: {err}");
+    assert!(
+        err.contains("sector rule") && err.contains("buffer address"),
+        "{err}"
+    );
+    assert!(
+        err.contains("offset 8192"),
+        "the error names the read: {err}"
+    );
     assert_eq!(e.driver().starts, 0, "nothing reached the OS");
 }
 
@@ -436,7 +657,12 @@ fn reads_naming_an_unopened_file_are_refused() {
     let plan = SpanPlan::new(1).unwrap();
     let fake = FakeOs::new(MIB, 2, plan, 64, |_| Mode::Immediate);
     let mut e = engine(fake, plan, None, 2);
-    e.push(Read { tag: 0, file: 1, offset: 0 }).unwrap();
+    e.push(Read {
+        tag: 0,
+        file: 1,
+        offset: 0,
+    })
+    .unwrap();
     assert!(e.submit().unwrap_err().to_string().contains("file #1"));
 }
 
@@ -447,7 +673,10 @@ fn unknown_slot_from_the_port_is_an_error_not_a_panic() {
     let mut e = engine(fake, plan, None, 2);
     e.push(read(0, 0)).unwrap();
     e.submit().unwrap();
-    e.driver.port.push_back(PortEvent { slot: 1, outcome: Ok(32) });
+    e.driver.port.push_back(PortEvent {
+        slot: 1,
+        outcome: Ok(32),
+    });
     e.driver.reverse = true;
     let mut out = Vec::new();
     assert!(e.reap(&mut out, 2, None).is_err());
@@ -478,6 +707,9 @@ fn shutdown_leaks_buffers_when_the_os_never_answers() {
     e.push(read(0, 0)).unwrap();
     e.submit().unwrap();
     assert!(!e.shutdown());
-    assert!(e.driver().leaked, "memory the OS may still write must never be freed");
+    assert!(
+        e.driver().leaked,
+        "memory the OS may still write must never be freed"
+    );
     assert!(e.driver().timeouts_ms.iter().all(|&t| t == 1000));
 }

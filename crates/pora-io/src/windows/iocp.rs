@@ -15,8 +15,12 @@
 
 use super::probe::unbuffered_sector_size;
 use super::sync::open_read_only;
-use crate::overlapped_logic::{AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started};
-use crate::{Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use crate::overlapped_logic::{
+    AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started,
+};
+use crate::{
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
+};
 use std::cell::UnsafeCell;
 use std::fs::File;
 use std::mem::ManuallyDrop;
@@ -24,12 +28,16 @@ use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use windows_sys::Win32::Foundation::{GetLastError, ERROR_IO_PENDING, FALSE, HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT};
+use windows_sys::Win32::Foundation::{
+    GetLastError, ERROR_IO_PENDING, FALSE, HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT,
+};
 use windows_sys::Win32::Storage::FileSystem::{
-    ReadFile, SetFileCompletionNotificationModes, FILE_FLAG_NO_BUFFERING, FILE_FLAG_OVERLAPPED, FILE_FLAG_RANDOM_ACCESS,
+    ReadFile, SetFileCompletionNotificationModes, FILE_FLAG_NO_BUFFERING, FILE_FLAG_OVERLAPPED,
+    FILE_FLAG_RANDOM_ACCESS,
 };
 use windows_sys::Win32::System::IO::{
-    CancelIoEx, CreateIoCompletionPort, GetOverlappedResult, GetQueuedCompletionStatusEx, OVERLAPPED, OVERLAPPED_ENTRY,
+    CancelIoEx, CreateIoCompletionPort, GetOverlappedResult, GetQueuedCompletionStatusEx,
+    OVERLAPPED, OVERLAPPED_ENTRY,
 };
 
 // From winbase.h (windows-sys files them under System_WindowsProgramming, a large feature this
@@ -39,7 +47,11 @@ const FILE_SKIP_SET_EVENT_ON_HANDLE: u8 = 0x2;
 /// Buffers of the buffered arm are aligned to a cache line; the unbuffered arm's to the sector.
 const BUFFERED_ALIGN_BYTES: usize = 64;
 
-pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     let unbuffered = method == Method::IocpUnbuffered;
     let flags = handle_flags(unbuffered);
     let mut sector = None;
@@ -48,7 +60,11 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Resu
         let file = open_read_only(path, flags)?; // every file must open now, not in a worker
         if unbuffered {
             let (size, source) = unbuffered_sector_size(&file, path);
-            if sector.map_or(true, |s| size > s) {
+            let larger = match sector {
+                Some(s) => size > s,
+                None => true,
+            };
+            if larger {
                 sector = Some(size);
                 sector_source = source;
             }
@@ -56,7 +72,14 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Resu
     }
     let unit = read_unit(method, config.block_size, sector)?;
     let plan = SpanPlan::new(unit)?;
-    Ok(Arc::new(IocpFactory { method, paths: paths.to_vec(), flags, plan, sector, sector_source }))
+    Ok(Arc::new(IocpFactory {
+        method,
+        paths: paths.to_vec(),
+        flags,
+        plan,
+        sector,
+        sector_source,
+    }))
 }
 
 fn handle_flags(unbuffered: bool) -> u32 {
@@ -75,9 +98,9 @@ fn read_unit(method: Method, block: BlockSize, sector: Option<u32>) -> Result<u3
     match (block, sector) {
         (BlockSize::Natural, None) => Ok(1),
         (BlockSize::Natural, Some(sector)) => Ok(sector),
-        (BlockSize::Bytes(b), _) if !b.is_power_of_two() || b < 32 => {
-            Err(IoError::Config(format!("--block-size {b}: must be a power of two of at least 32 bytes")))
-        }
+        (BlockSize::Bytes(b), _) if !b.is_power_of_two() || b < 32 => Err(IoError::Config(
+            format!("--block-size {b}: must be a power of two of at least 32 bytes"),
+        )),
         (BlockSize::Bytes(b), Some(sector)) if b % sector != 0 => Err(IoError::Config(format!(
             "--block-size {b}: {method} needs a multiple of the volume's {sector}-byte sector"
         ))),
@@ -119,7 +142,10 @@ impl BackendFactory for IocpFactory {
         let driver = IocpDriver::new(&self.paths, self.flags, self.plan, self.sector, depth)?;
         let files = self.paths.len() as u32;
         let engine = OverlappedEngine::new(driver, self.plan, self.sector, files, depth);
-        Ok(Box::new(IocpBackend { method: self.method, engine }))
+        Ok(Box::new(IocpBackend {
+            method: self.method,
+            engine,
+        }))
     }
 }
 
@@ -144,7 +170,12 @@ impl Backend for IocpBackend {
     fn submit(&mut self) -> Result<(), IoError> {
         self.engine.submit()
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, min_complete: usize, deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        min_complete: usize,
+        deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         self.engine.reap(out, min_complete, deadline)
     }
 }
@@ -172,7 +203,13 @@ struct IocpDriver {
 unsafe impl Send for IocpDriver {}
 
 impl IocpDriver {
-    fn new(paths: &[PathBuf], flags: u32, plan: SpanPlan, sector: Option<u32>, depth: usize) -> Result<Self, IoError> {
+    fn new(
+        paths: &[PathBuf],
+        flags: u32,
+        plan: SpanPlan,
+        sector: Option<u32>,
+        depth: usize,
+    ) -> Result<Self, IoError> {
         let port = create_port()?;
         let mut files = Vec::with_capacity(paths.len());
         let mut skip_port_on_success = Vec::with_capacity(paths.len());
@@ -186,7 +223,8 @@ impl IocpDriver {
         let zero_ov = || UnsafeCell::new(unsafe { std::mem::zeroed::<OVERLAPPED>() });
         let overlapped: Box<[UnsafeCell<OVERLAPPED>]> = (0..depth).map(|_| zero_ov()).collect();
         // SAFETY: as above.
-        let entries = vec![unsafe { std::mem::zeroed::<OVERLAPPED_ENTRY>() }; depth].into_boxed_slice();
+        let entries =
+            vec![unsafe { std::mem::zeroed::<OVERLAPPED_ENTRY>() }; depth].into_boxed_slice();
         let align = sector.map_or(BUFFERED_ALIGN_BYTES, |s| s as usize);
         let buffers = AlignedSlab::new(depth, plan.max_span_len() as usize, align)?;
         Ok(IocpDriver {
@@ -222,7 +260,8 @@ impl IocpDriver {
         let file = &self.files[entry.lpCompletionKey.min(self.files.len() - 1)];
         let mut bytes = 0u32;
         // SAFETY: valid handle and a completed OVERLAPPED of that handle; bWait FALSE never blocks.
-        let ok = unsafe { GetOverlappedResult(file.as_raw_handle() as HANDLE, ov, &mut bytes, FALSE) };
+        let ok =
+            unsafe { GetOverlappedResult(file.as_raw_handle() as HANDLE, ov, &mut bytes, FALSE) };
         if ok != 0 {
             Ok(bytes)
         } else {
@@ -237,7 +276,10 @@ fn create_port() -> Result<OwnedHandle, IoError> {
     // dequeues from it.
     let port = unsafe { CreateIoCompletionPort(INVALID_HANDLE_VALUE, std::ptr::null_mut(), 0, 1) };
     if port.is_null() {
-        return Err(IoError::Os { what: "CreateIoCompletionPort", source: super::last_os_error() });
+        return Err(IoError::Os {
+            what: "CreateIoCompletionPort",
+            source: super::last_os_error(),
+        });
     }
     // SAFETY: `port` is a fresh handle owned by nobody else.
     Ok(unsafe { OwnedHandle::from_raw_handle(port as RawHandle) })
@@ -246,9 +288,19 @@ fn create_port() -> Result<OwnedHandle, IoError> {
 /// Associates `file` with `port`; completions carry `key` (the file index).
 fn associate(port: &OwnedHandle, file: &File, key: usize) -> Result<(), IoError> {
     // SAFETY: both handles are valid and open; the file was opened with FILE_FLAG_OVERLAPPED.
-    let got = unsafe { CreateIoCompletionPort(file.as_raw_handle() as HANDLE, port.as_raw_handle() as HANDLE, key, 0) };
+    let got = unsafe {
+        CreateIoCompletionPort(
+            file.as_raw_handle() as HANDLE,
+            port.as_raw_handle() as HANDLE,
+            key,
+            0,
+        )
+    };
     if got.is_null() {
-        return Err(IoError::Os { what: "associating a file with the completion port", source: super::last_os_error() });
+        return Err(IoError::Os {
+            what: "associating a file with the completion port",
+            source: super::last_os_error(),
+        });
     }
     Ok(())
 }
@@ -274,9 +326,15 @@ impl OverlappedDriver for IocpDriver {
         let ov = self.overlapped[slot as usize].get();
         let buf = self.buffers.slot_ptr(slot as usize);
         debug_assert!(span.len as usize <= self.buffers.slot_len());
-        debug_assert!(self.sector.map_or(true, |s| {
-            crate::overlapped_logic::check_sector_alignment(span, buf as usize, s).is_ok()
-        }));
+        if let Some(sector) = self.sector {
+            // The engine already refused misaligned reads; this guards paths that bypass it.
+            debug_assert!(crate::overlapped_logic::check_sector_alignment(
+                span,
+                buf as usize,
+                sector
+            )
+            .is_ok());
+        }
         let handle = self.files[file as usize].as_raw_handle() as HANDLE;
         // SAFETY: the engine starts only free slots, so no read is pending on this OVERLAPPED and
         // buffer; both live in boxed storage that is not moved or freed until the read completes
@@ -321,13 +379,22 @@ impl OverlappedDriver for IocpDriver {
             if err.raw_os_error() == Some(WAIT_TIMEOUT as i32) {
                 return Ok(0);
             }
-            return Err(IoError::Os { what: "GetQueuedCompletionStatusEx", source: err });
+            return Err(IoError::Os {
+                what: "GetQueuedCompletionStatusEx",
+                source: err,
+            });
         }
         for (i, event) in events.iter_mut().enumerate().take(removed as usize) {
             let entry = self.entries[i];
             *event = match self.slot_of(entry.lpOverlapped) {
-                Some(slot) => PortEvent { slot, outcome: self.outcome(&entry, slot) },
-                None => PortEvent { slot: u32::MAX, outcome: Err(0) },
+                Some(slot) => PortEvent {
+                    slot,
+                    outcome: self.outcome(&entry, slot),
+                },
+                None => PortEvent {
+                    slot: u32::MAX,
+                    outcome: Err(0),
+                },
             };
         }
         Ok(removed as usize)

@@ -9,8 +9,8 @@ use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::Storage::FileSystem::{
-    FileStorageInfo, GetDiskFreeSpaceW, GetFileInformationByHandleEx, GetVolumeInformationByHandleW, GetVolumePathNameW,
-    FILE_STORAGE_INFO,
+    FileStorageInfo, GetDiskFreeSpaceW, GetFileInformationByHandleEx,
+    GetVolumeInformationByHandleW, GetVolumePathNameW, FILE_STORAGE_INFO,
 };
 
 /// Whether the volume is BitLocker-encrypted.
@@ -47,7 +47,9 @@ pub struct VolumeFacts {
 /// learned is `None`/unknown and explained in `notes`.
 pub fn windows_volume_facts(path: &Path) -> VolumeFacts {
     let mut notes = Vec::new();
-    let volume_root = volume_root(path).map_err(|e| notes.push(format!("GetVolumePathNameW: {e}"))).ok();
+    let volume_root = volume_root(path)
+        .map_err(|e| notes.push(format!("GetVolumePathNameW: {e}")))
+        .ok();
     let mut facts = VolumeFacts {
         volume_root,
         file_system: None,
@@ -67,14 +69,18 @@ pub fn windows_volume_facts(path: &Path) -> VolumeFacts {
     };
     match file_system_name(&file) {
         Ok(name) => facts.file_system = Some(name),
-        Err(e) => facts.notes.push(format!("GetVolumeInformationByHandleW: {e}")),
+        Err(e) => facts
+            .notes
+            .push(format!("GetVolumeInformationByHandleW: {e}")),
     }
     match storage_info(&file) {
         Ok(info) => {
             facts.logical_sector_bytes = Some(info.LogicalBytesPerSector);
             facts.physical_sector_bytes = Some(info.PhysicalBytesPerSectorForPerformance);
         }
-        Err(e) => facts.notes.push(format!("GetFileInformationByHandleEx(FileStorageInfo): {e}")),
+        Err(e) => facts.notes.push(format!(
+            "GetFileInformationByHandleEx(FileStorageInfo): {e}"
+        )),
     }
     let (sector, source) = unbuffered_sector_size(&file, path);
     facts.unbuffered_sector_bytes = sector;
@@ -92,12 +98,18 @@ pub(crate) fn unbuffered_sector_size(file: &File, path: &Path) -> (u32, &'static
             return (s, "FileStorageInfo");
         }
     }
-    if let Some(s) = volume_root(path).ok().and_then(|root| disk_free_space_sector(&root).ok()) {
+    if let Some(s) = volume_root(path)
+        .ok()
+        .and_then(|root| disk_free_space_sector(&root).ok())
+    {
         if sane_sector_size(Some(s)) == s {
             return (s, "GetDiskFreeSpaceW");
         }
     }
-    (FALLBACK_SECTOR_BYTES, "fallback: the volume could not be asked")
+    (
+        FALLBACK_SECTOR_BYTES,
+        "fallback: the volume could not be asked",
+    )
 }
 
 fn storage_info(file: &File) -> std::io::Result<FILE_STORAGE_INFO> {
@@ -133,10 +145,17 @@ fn volume_root(path: &Path) -> std::io::Result<String> {
 
 fn disk_free_space_sector(root: &str) -> std::io::Result<u32> {
     let root = wide(std::ffi::OsStr::new(root));
-    let (mut sectors_per_cluster, mut bytes_per_sector, mut free, mut total) = (0u32, 0u32, 0u32, 0u32);
+    let (mut sectors_per_cluster, mut bytes_per_sector, mut free, mut total) =
+        (0u32, 0u32, 0u32, 0u32);
     // SAFETY: `root` is NUL-terminated; every out pointer is a valid u32.
     let ok = unsafe {
-        GetDiskFreeSpaceW(root.as_ptr(), &mut sectors_per_cluster, &mut bytes_per_sector, &mut free, &mut total)
+        GetDiskFreeSpaceW(
+            root.as_ptr(),
+            &mut sectors_per_cluster,
+            &mut bytes_per_sector,
+            &mut free,
+            &mut total,
+        )
     };
     if ok == 0 {
         return Err(super::last_os_error());

@@ -3,7 +3,10 @@
 //! same interface the overlapped methods use.
 
 use crate::inline::InlineQueue;
-use crate::{Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
+use crate::{
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+};
 use memmap2::Mmap;
 use std::fs::File;
 use std::os::windows::fs::{FileExt, OpenOptionsExt};
@@ -19,7 +22,10 @@ pub(crate) fn open_read_only(path: &PathBuf, flags: u32) -> Result<File, IoError
         .read(true)
         .custom_flags(flags)
         .open(path)
-        .map_err(|source| IoError::Open { path: path.clone(), source })
+        .map_err(|source| IoError::Open {
+            path: path.clone(),
+            source,
+        })
 }
 
 fn block_size_natural(method: Method, config: &IoConfig) -> Result<(), IoError> {
@@ -39,21 +45,36 @@ fn seek_read_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sample, R
     while got < SAMPLE_LEN {
         match file.seek_read(&mut buf[got..], offset + got as u64) {
             Ok(0) => {
-                let kind = ReadErrorKind::ShortRead { got: got as u32, wanted: SAMPLE_LEN as u32 };
-                return Err(ReadError { file: file_idx, offset, kind });
+                let kind = ReadErrorKind::ShortRead {
+                    got: got as u32,
+                    wanted: SAMPLE_LEN as u32,
+                };
+                return Err(ReadError {
+                    file: file_idx,
+                    offset,
+                    kind,
+                });
             }
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 let kind = ReadErrorKind::Os(e.raw_os_error().unwrap_or(0));
-                return Err(ReadError { file: file_idx, offset, kind });
+                return Err(ReadError {
+                    file: file_idx,
+                    offset,
+                    kind,
+                });
             }
         }
     }
     Ok(buf)
 }
 
-pub(crate) fn open_pread(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open_pread(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     block_size_natural(method, config)?;
     // The shared arm copies es-node: plain handles, no access hints.
     let shared = match method {
@@ -63,11 +84,20 @@ pub(crate) fn open_pread(method: Method, paths: &[PathBuf], config: &IoConfig) -
             None
         }
     };
-    Ok(Arc::new(PreadFactory { method, paths: paths.to_vec(), shared }))
+    Ok(Arc::new(PreadFactory {
+        method,
+        paths: paths.to_vec(),
+        shared,
+    }))
 }
 
 fn open_all(paths: &[PathBuf], flags: u32) -> Result<Arc<Vec<File>>, IoError> {
-    Ok(Arc::new(paths.iter().map(|p| open_read_only(p, flags)).collect::<Result<Vec<_>, _>>()?))
+    Ok(Arc::new(
+        paths
+            .iter()
+            .map(|p| open_read_only(p, flags))
+            .collect::<Result<Vec<_>, _>>()?,
+    ))
 }
 
 struct PreadFactory {
@@ -92,7 +122,11 @@ impl BackendFactory for PreadFactory {
             Some(files) => files.clone(),
             None => open_all(&self.paths, FILE_FLAG_RANDOM_ACCESS)?,
         };
-        Ok(Box::new(PreadBackend { method: self.method, files, queue: InlineQueue::new(depth.max(1)) }))
+        Ok(Box::new(PreadBackend {
+            method: self.method,
+            files,
+            queue: InlineQueue::new(depth.max(1)),
+        }))
     }
 }
 
@@ -117,12 +151,22 @@ impl Backend for PreadBackend {
     }
     fn submit(&mut self) -> Result<(), IoError> {
         let files = &self.files;
-        self.queue.submit_with(|r| match files.get(r.file as usize) {
-            Some(file) => seek_read_sample(file, r.file, r.offset),
-            None => Err(ReadError { file: r.file, offset: r.offset, kind: ReadErrorKind::OutOfBounds { file_len: 0 } }),
-        })
+        self.queue
+            .submit_with(|r| match files.get(r.file as usize) {
+                Some(file) => seek_read_sample(file, r.file, r.offset),
+                None => Err(ReadError {
+                    file: r.file,
+                    offset: r.offset,
+                    kind: ReadErrorKind::OutOfBounds { file_len: 0 },
+                }),
+            })
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, _min: usize, _deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         Ok(self.queue.reap(out))
     }
 }
@@ -133,7 +177,10 @@ impl Backend for PreadBackend {
 /// (`ERROR_USER_MAPPED_FILE`), so the Unix hazard of a fault on a truncated map cannot happen
 /// here; instead another process's attempt to shrink the file fails while pora mines. A disk
 /// error under a mapped page raises `EXCEPTION_IN_PAGE_ERROR`, which ends the process.
-pub(crate) fn open_mmap(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open_mmap(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     block_size_natural(Method::Mmap, config)?;
     let mut maps = Vec::with_capacity(paths.len());
     for path in paths {
@@ -141,10 +188,15 @@ pub(crate) fn open_mmap(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn 
         // SAFETY: the map is read-only and Windows forbids truncating a mapped file, so the
         // mapped range stays backed; concurrent writers can change bytes, which only changes
         // sample values (u8 has no invalid bit patterns).
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| IoError::Open { path: path.clone(), source })?;
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| IoError::Open {
+            path: path.clone(),
+            source,
+        })?;
         maps.push(map);
     }
-    Ok(Arc::new(MmapFactory { maps: Arc::new(maps) }))
+    Ok(Arc::new(MmapFactory {
+        maps: Arc::new(maps),
+    }))
 }
 
 struct MmapFactory {
@@ -159,7 +211,10 @@ impl BackendFactory for MmapFactory {
         "mmap: one read-only mapping per file shared by all workers (page faults do the I/O)".into()
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
-        Ok(Box::new(MmapBackend { maps: self.maps.clone(), queue: InlineQueue::new(depth.max(1)) }))
+        Ok(Box::new(MmapBackend {
+            maps: self.maps.clone(),
+            queue: InlineQueue::new(depth.max(1)),
+        }))
     }
 }
 
@@ -170,9 +225,17 @@ struct MmapBackend {
 
 /// Copies the sample at `offset` out of `map`, or reports that it lies past the end.
 fn mapped_sample(map: &[u8], file: u32, offset: u64) -> Result<Sample, ReadError> {
-    let out_of_bounds = || ReadError { file, offset, kind: ReadErrorKind::OutOfBounds { file_len: map.len() as u64 } };
+    let out_of_bounds = || ReadError {
+        file,
+        offset,
+        kind: ReadErrorKind::OutOfBounds {
+            file_len: map.len() as u64,
+        },
+    };
     let start = usize::try_from(offset).map_err(|_| out_of_bounds())?;
-    let bytes = map.get(start..start.checked_add(SAMPLE_LEN).ok_or_else(out_of_bounds)?).ok_or_else(out_of_bounds)?;
+    let bytes = map
+        .get(start..start.checked_add(SAMPLE_LEN).ok_or_else(out_of_bounds)?)
+        .ok_or_else(out_of_bounds)?;
     let mut sample = [0u8; SAMPLE_LEN];
     sample.copy_from_slice(bytes);
     Ok(sample)
@@ -198,7 +261,12 @@ impl Backend for MmapBackend {
             mapped_sample(map, r.file, r.offset)
         })
     }
-    fn reap(&mut self, out: &mut Vec<Completion>, _min: usize, _deadline: Option<Instant>) -> Result<usize, IoError> {
+    fn reap(
+        &mut self,
+        out: &mut Vec<Completion>,
+        _min: usize,
+        _deadline: Option<Instant>,
+    ) -> Result<usize, IoError> {
         Ok(self.queue.reap(out))
     }
 }

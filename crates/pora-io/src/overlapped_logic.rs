@@ -11,7 +11,9 @@
 // Only the Windows backend uses this at run time; elsewhere it is compiled for its unit tests.
 #![cfg_attr(not(windows), allow(dead_code))]
 
-use crate::{Completion, IoError, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
+use crate::{
+    BlockSize, Completion, IoError, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+};
 use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
@@ -24,7 +26,9 @@ pub(crate) const WAIT_INFINITE_MS: u32 = u32::MAX;
 /// Sector size assumed when the volume cannot be asked (the common "4Kn"/"512e" physical size).
 pub(crate) const FALLBACK_SECTOR_BYTES: u32 = 4096;
 /// Largest read unit pora issues (one `--block-size`); keeps `2 * unit` within `u32`.
-pub(crate) const MAX_UNIT_BYTES: u32 = 1 << 24;
+pub(crate) const MAX_UNIT_BYTES: u32 = 64 << 20;
+/// Win32 `ERROR_INVALID_HANDLE`: what a read naming a file that is not open completes with.
+pub(crate) const WIN32_ERROR_INVALID_HANDLE: i32 = 6;
 
 /// `value` rounded down to a multiple of `unit` (a power of two).
 pub(crate) fn align_down(value: u64, unit: u64) -> u64 {
@@ -89,6 +93,28 @@ impl SpanPlan {
             len: (end - start) as u32,
             sample_at: (offset - start) as u32,
         })
+    }
+}
+
+/// Bytes one read moves: by default the sample itself (1: no rounding) or, unbuffered, one
+/// sector; `--block-size n` reads the `n`-aligned block(s) around the sample and must be a power
+/// of two from 32 bytes to [`MAX_UNIT_BYTES`] and, unbuffered, a multiple of the sector size.
+pub(crate) fn read_unit(block: BlockSize, sector: Option<u32>) -> Result<u32, IoError> {
+    let n = match (block, sector) {
+        (BlockSize::Natural, None) => return Ok(1),
+        (BlockSize::Natural, Some(sector)) => return Ok(sector),
+        (BlockSize::Bytes(n), _) => n,
+    };
+    if !n.is_power_of_two() || !(SAMPLE_LEN as u32..=MAX_UNIT_BYTES).contains(&n) {
+        return Err(IoError::Config(format!(
+            "--block-size {n}: must be a power of two from {SAMPLE_LEN} to {MAX_UNIT_BYTES} bytes"
+        )));
+    }
+    match sector {
+        Some(sector) if n % sector != 0 => Err(IoError::Config(format!(
+            "--block-size {n}: unbuffered reads need a multiple of the volume's {sector}-byte sector"
+        ))),
+        _ => Ok(n),
     }
 }
 
@@ -346,15 +372,20 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         for i in 0..self.queued.len() {
             let slot = self.queued[i];
             let used = self.slots[slot as usize].expect("queued slot is in use");
-            if let Err(e) = self.check_read(slot, used) {
-                // Leave the queue consistent: what was not started stays queued.
-                self.queued.drain(..i);
-                return Err(e);
+            if used.read.file >= self.files {
+                // A read of a file that is not open fails alone, like any bad read.
+                self.finish(slot, Err(WIN32_ERROR_INVALID_HANDLE));
+                continue;
             }
             if used.span.len == 0 {
                 // The sample would end past u64::MAX: no file is that long.
                 self.finish(slot, Err(WIN32_ERROR_HANDLE_EOF));
                 continue;
+            }
+            if let Err(e) = self.check_sector_rule(slot, used) {
+                // Leave the queue consistent: what was not started stays queued.
+                self.queued.drain(..i);
+                return Err(e);
             }
             match self.driver.start(slot, used.read.file, used.span) {
                 Started::CompletedNow { bytes } => self.finish(slot, Ok(bytes)),
@@ -366,21 +397,12 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         Ok(())
     }
 
-    /// Rejects reads that name no open file or that would break the sector rules. These are
-    /// bugs in pora, not disk errors, so they stop the worker with a clear message.
-    fn check_read(&self, slot: u32, used: SlotUse) -> Result<(), IoError> {
-        if used.read.file >= self.files {
-            return Err(IoError::Config(format!(
-                "read names file #{} but only {} are open",
-                used.read.file, self.files
-            )));
-        }
+    /// Refuses unbuffered reads that would break the sector rules. Such a read is a bug in pora,
+    /// not a disk error, so it stops the worker with a clear message.
+    fn check_sector_rule(&self, slot: u32, used: SlotUse) -> Result<(), IoError> {
         let Some(sector) = self.sector_rule else {
             return Ok(());
         };
-        if used.span.len == 0 {
-            return Ok(());
-        }
         check_sector_alignment(used.span, self.driver.buffer_addr(slot), sector).map_err(|m| {
             IoError::Config(format!(
                 "unbuffered read of file #{} at offset {} breaks the {sector}-byte sector rule: {m}",

@@ -653,17 +653,48 @@ fn a_unit_smaller_than_the_sector_is_refused() {
 }
 
 #[test]
-fn reads_naming_an_unopened_file_are_refused() {
+fn reads_naming_an_unopened_file_fail_alone() {
     let plan = SpanPlan::new(1).unwrap();
     let fake = FakeOs::new(MIB, 2, plan, 64, |_| Mode::Immediate);
     let mut e = engine(fake, plan, None, 2);
     e.push(Read {
         tag: 0,
         file: 1,
-        offset: 0,
+        offset: 64,
     })
     .unwrap();
-    assert!(e.submit().unwrap_err().to_string().contains("file #1"));
+    e.push(read(1, 64)).unwrap();
+    e.submit().unwrap();
+    let mut out = Vec::new();
+    e.reap(&mut out, 2, None).unwrap();
+    out.sort_by_key(|c| c.tag);
+    let err = out[0].result.as_ref().unwrap_err();
+    assert_eq!((err.file, err.offset), (1, 64));
+    assert_eq!(err.kind, ReadErrorKind::Os(WIN32_ERROR_INVALID_HANDLE));
+    assert_eq!(out[1].result.as_ref().unwrap(), &expected_sample(64));
+    assert_eq!(e.driver().starts, 1, "the bad read never reached the OS");
+}
+
+#[test]
+fn block_sizes_are_checked_against_the_sector() {
+    assert_eq!(read_unit(BlockSize::Natural, None).unwrap(), 1);
+    assert_eq!(read_unit(BlockSize::Natural, Some(512)).unwrap(), 512);
+    assert_eq!(read_unit(BlockSize::Bytes(4096), None).unwrap(), 4096);
+    assert_eq!(read_unit(BlockSize::Bytes(4096), Some(512)).unwrap(), 4096);
+    assert_eq!(read_unit(BlockSize::Bytes(32), None).unwrap(), 32);
+    for bad in [0u32, 16, 3000, MAX_UNIT_BYTES * 2, 1 << 30] {
+        let err = read_unit(BlockSize::Bytes(bad), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&bad.to_string()), "{err}");
+    }
+    let err = read_unit(BlockSize::Bytes(512), Some(4096))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("512") && err.contains("4096-byte sector"),
+        "{err}"
+    );
 }
 
 #[test]

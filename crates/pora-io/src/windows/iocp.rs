@@ -16,11 +16,9 @@
 use super::probe::unbuffered_sector_size;
 use super::sync::open_read_only;
 use crate::overlapped_logic::{
-    AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started,
+    read_unit, AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started,
 };
-use crate::{
-    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
-};
+use crate::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
 use std::cell::UnsafeCell;
 use std::fs::File;
 use std::mem::ManuallyDrop;
@@ -70,7 +68,7 @@ pub(crate) fn open(
             }
         }
     }
-    let unit = read_unit(method, config.block_size, sector)?;
+    let unit = read_unit(config.block_size, sector)?;
     let plan = SpanPlan::new(unit)?;
     Ok(Arc::new(IocpFactory {
         method,
@@ -88,23 +86,6 @@ fn handle_flags(unbuffered: bool) -> u32 {
         base | FILE_FLAG_NO_BUFFERING
     } else {
         base
-    }
-}
-
-/// Bytes moved per read: the sample itself (buffered) or one sector (unbuffered) by default; a
-/// `--block-size` must be a power of two of at least 32 bytes and, unbuffered, a multiple of the
-/// sector size.
-fn read_unit(method: Method, block: BlockSize, sector: Option<u32>) -> Result<u32, IoError> {
-    match (block, sector) {
-        (BlockSize::Natural, None) => Ok(1),
-        (BlockSize::Natural, Some(sector)) => Ok(sector),
-        (BlockSize::Bytes(b), _) if !b.is_power_of_two() || b < 32 => Err(IoError::Config(
-            format!("--block-size {b}: must be a power of two of at least 32 bytes"),
-        )),
-        (BlockSize::Bytes(b), Some(sector)) if b % sector != 0 => Err(IoError::Config(format!(
-            "--block-size {b}: {method} needs a multiple of the volume's {sector}-byte sector"
-        ))),
-        (BlockSize::Bytes(b), _) => Ok(b),
     }
 }
 

@@ -3,6 +3,7 @@
 //! same interface the overlapped methods use.
 
 use crate::inline::InlineQueue;
+use crate::overlapped_logic::{read_unit, SpanPlan, WIN32_ERROR_INVALID_HANDLE};
 use crate::{
     Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
     ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
@@ -28,13 +29,89 @@ pub(crate) fn open_read_only(path: &PathBuf, flags: u32) -> Result<File, IoError
         })
 }
 
-fn block_size_natural(method: Method, config: &IoConfig) -> Result<(), IoError> {
+/// `None` to read exactly the sample; `Some(plan)` for `--block-size`: read the aligned block(s)
+/// around it into a worker buffer, as fio's `bs` does.
+fn block_plan(config: &IoConfig) -> Result<Option<SpanPlan>, IoError> {
     match config.block_size {
-        BlockSize::Natural => Ok(()),
-        BlockSize::Bytes(_) => Err(IoError::Config(format!(
-            "method {method} reads exactly one sample; --block-size needs iocp or iocp-unbuffered"
-        ))),
+        BlockSize::Natural => Ok(None),
+        block => Ok(Some(SpanPlan::new(read_unit(block, None)?)?)),
     }
+}
+
+/// A worker's block buffer, allocated once at the largest span.
+struct BlockBuf {
+    plan: SpanPlan,
+    buf: Box<[u8]>,
+}
+
+impl BlockBuf {
+    fn new(plan: Option<SpanPlan>) -> Option<BlockBuf> {
+        plan.map(|plan| BlockBuf {
+            plan,
+            buf: vec![0u8; plan.max_span_len() as usize].into_boxed_slice(),
+        })
+    }
+}
+
+fn read_error(r: &Read, kind: ReadErrorKind) -> ReadError {
+    ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind,
+    }
+}
+
+fn no_such_file(r: &Read) -> ReadError {
+    read_error(r, ReadErrorKind::Os(WIN32_ERROR_INVALID_HANDLE))
+}
+
+/// The sample inside `bytes` (what a block read returned), or a short read when the file ended
+/// before the sample did.
+fn sample_in(bytes: &[u8], sample_at: u32, r: &Read) -> Result<Sample, ReadError> {
+    let at = sample_at as usize;
+    match bytes.get(at..at + SAMPLE_LEN) {
+        Some(s) => Ok(s.try_into().expect("32 bytes")),
+        None => {
+            let got = bytes.len().saturating_sub(at).min(SAMPLE_LEN) as u32;
+            Err(read_error(
+                r,
+                ReadErrorKind::ShortRead {
+                    got,
+                    wanted: SAMPLE_LEN as u32,
+                },
+            ))
+        }
+    }
+}
+
+/// Reads the aligned block(s) around the sample with positional reads, stopping early at the end
+/// of the file.
+fn seek_read_block(file: &File, r: &Read, block: &mut BlockBuf) -> Result<Sample, ReadError> {
+    let Some(span) = block.plan.span(r.offset) else {
+        return Err(read_error(
+            r,
+            ReadErrorKind::ShortRead {
+                got: 0,
+                wanted: SAMPLE_LEN as u32,
+            },
+        ));
+    };
+    let buf = &mut block.buf[..span.len as usize];
+    let mut got = 0usize;
+    while got < buf.len() {
+        match file.seek_read(&mut buf[got..], span.offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(read_error(
+                    r,
+                    ReadErrorKind::Os(e.raw_os_error().unwrap_or(0)),
+                ))
+            }
+        }
+    }
+    sample_in(&buf[..got], span.sample_at, r)
 }
 
 /// Reads one sample with positional reads (`ReadFile` at an offset), retrying interruptions.
@@ -75,7 +152,7 @@ pub(crate) fn open_pread(
     paths: &[PathBuf],
     config: &IoConfig,
 ) -> Result<Arc<dyn BackendFactory>, IoError> {
-    block_size_natural(method, config)?;
+    let plan = block_plan(config)?;
     // The shared arm copies es-node: plain handles, no access hints.
     let shared = match method {
         Method::PreadShared => Some(open_all(paths, 0)?),
@@ -88,6 +165,7 @@ pub(crate) fn open_pread(
         method,
         paths: paths.to_vec(),
         shared,
+        plan,
     }))
 }
 
@@ -105,6 +183,7 @@ struct PreadFactory {
     paths: Vec<PathBuf>,
     /// `Some` for pread-shared: every worker reads through these handles.
     shared: Option<Arc<Vec<File>>>,
+    plan: Option<SpanPlan>,
 }
 
 impl BackendFactory for PreadFactory {
@@ -112,9 +191,19 @@ impl BackendFactory for PreadFactory {
         self.method
     }
     fn describe(&self) -> String {
+        let reads = match self.plan {
+            Some(plan) => format!("{}-byte aligned block reads", plan.unit()),
+            None => "32-byte reads".into(),
+        };
         match self.shared {
-            Some(_) => "pread-shared: one synchronous handle per file shared by all workers (es-node's way; Windows serialises its reads)".into(),
-            None => "pread: one synchronous handle per file per worker, FILE_FLAG_RANDOM_ACCESS, seek_read".into(),
+            Some(_) => format!(
+                "pread-shared: one synchronous handle per file shared by all workers \
+                 (es-node's way; Windows serialises its reads), {reads}"
+            ),
+            None => format!(
+                "pread: one synchronous handle per file per worker, FILE_FLAG_RANDOM_ACCESS, \
+                 seek_read, {reads}"
+            ),
         }
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
@@ -126,6 +215,7 @@ impl BackendFactory for PreadFactory {
             method: self.method,
             files,
             queue: InlineQueue::new(depth.max(1)),
+            block: BlockBuf::new(self.plan),
         }))
     }
 }
@@ -134,6 +224,7 @@ struct PreadBackend {
     method: Method,
     files: Arc<Vec<File>>,
     queue: InlineQueue,
+    block: Option<BlockBuf>,
 }
 
 impl Backend for PreadBackend {
@@ -150,16 +241,14 @@ impl Backend for PreadBackend {
         self.queue.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
-        let files = &self.files;
-        self.queue
-            .submit_with(|r| match files.get(r.file as usize) {
-                Some(file) => seek_read_sample(file, r.file, r.offset),
-                None => Err(ReadError {
-                    file: r.file,
-                    offset: r.offset,
-                    kind: ReadErrorKind::OutOfBounds { file_len: 0 },
-                }),
-            })
+        let (files, block) = (&self.files, &mut self.block);
+        self.queue.submit_with(|r| {
+            let file = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
+            match block {
+                None => seek_read_sample(file, r.file, r.offset),
+                Some(block) => seek_read_block(file, r, block),
+            }
+        })
     }
     fn reap(
         &mut self,
@@ -181,7 +270,7 @@ pub(crate) fn open_mmap(
     paths: &[PathBuf],
     config: &IoConfig,
 ) -> Result<Arc<dyn BackendFactory>, IoError> {
-    block_size_natural(Method::Mmap, config)?;
+    let plan = block_plan(config)?;
     let mut maps = Vec::with_capacity(paths.len());
     for path in paths {
         let file = open_read_only(path, FILE_FLAG_RANDOM_ACCESS)?;
@@ -196,11 +285,13 @@ pub(crate) fn open_mmap(
     }
     Ok(Arc::new(MmapFactory {
         maps: Arc::new(maps),
+        plan,
     }))
 }
 
 struct MmapFactory {
     maps: Arc<Vec<Mmap>>,
+    plan: Option<SpanPlan>,
 }
 
 impl BackendFactory for MmapFactory {
@@ -208,12 +299,17 @@ impl BackendFactory for MmapFactory {
         Method::Mmap
     }
     fn describe(&self) -> String {
-        "mmap: one read-only mapping per file shared by all workers (page faults do the I/O)".into()
+        let copies = match self.plan {
+            Some(plan) => format!("{}-byte aligned block copies", plan.unit()),
+            None => "32-byte copies".into(),
+        };
+        format!("mmap: one read-only mapping per file shared by all workers, {copies}")
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         Ok(Box::new(MmapBackend {
             maps: self.maps.clone(),
             queue: InlineQueue::new(depth.max(1)),
+            block: BlockBuf::new(self.plan),
         }))
     }
 }
@@ -221,6 +317,26 @@ impl BackendFactory for MmapFactory {
 struct MmapBackend {
     maps: Arc<Vec<Mmap>>,
     queue: InlineQueue,
+    block: Option<BlockBuf>,
+}
+
+/// Copies the aligned block(s) around the sample out of `map` (cut at the end of the file, like
+/// a read), then the sample out of the copy.
+fn mapped_block(map: &[u8], r: &Read, block: &mut BlockBuf) -> Result<Sample, ReadError> {
+    let past_end = || {
+        read_error(
+            r,
+            ReadErrorKind::OutOfBounds {
+                file_len: map.len() as u64,
+            },
+        )
+    };
+    let span = block.plan.span(r.offset).ok_or_else(past_end)?;
+    let start = usize::try_from(span.offset).map_err(|_| past_end())?;
+    let end = map.len().min(start.saturating_add(span.len as usize));
+    let bytes = map.get(start..end).ok_or_else(past_end)?;
+    block.buf[..bytes.len()].copy_from_slice(bytes);
+    sample_in(&block.buf[..bytes.len()], span.sample_at, r).map_err(|_| past_end())
 }
 
 /// Copies the sample at `offset` out of `map`, or reports that it lies past the end.
@@ -255,10 +371,13 @@ impl Backend for MmapBackend {
         self.queue.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
-        let maps = &self.maps;
+        let (maps, block) = (&self.maps, &mut self.block);
         self.queue.submit_with(|r| {
-            let map = maps.get(r.file as usize).map_or(&[][..], |m| &m[..]);
-            mapped_sample(map, r.file, r.offset)
+            let map = maps.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
+            match block {
+                None => mapped_sample(map, r.file, r.offset),
+                Some(block) => mapped_block(map, r, block),
+            }
         })
     }
     fn reap(

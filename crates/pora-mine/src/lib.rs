@@ -9,12 +9,22 @@
 //! [`MineConfig`], [`Miner::new`], [`Miner::paths`], [`Miner::mine_slot`], [`SlotReport`],
 //! [`ShardSlotReport`], [`Find`], [`OnIoError`], [`Bottleneck`], [`MineError`].
 
+mod config;
+pub mod lanes;
+mod plan;
+mod slot;
+mod verify;
+mod worker;
+
+pub use config::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS, MAX_TOTAL_CHAINS};
+pub use worker::MAX_RETRIES;
+
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
-use pora_io::BackendFactory;
+use pora_io::{Backend, BackendFactory};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which valid nonces a shard's slot reports.
@@ -104,6 +114,9 @@ pub struct SlotReport {
     /// How long after the deadline the last worker returned (0 when the slot ended early).
     pub deadline_overshoot_sec: f64,
     pub bottleneck: Bottleneck,
+    /// Share of the workers' time spent waiting in the backend (submit + reap), 0..1: what the
+    /// bottleneck verdict is based on.
+    pub io_wait_fraction: f64,
     /// First few read errors, with file path and offset, for the user.
     pub io_error_messages: Vec<String>,
     /// Whether the slot was cut short by the stop flag (Ctrl-C).
@@ -124,10 +137,19 @@ pub enum MineError {
 }
 
 /// A configured miner over a set of shards and one opened backend factory.
+///
+/// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
+/// abandoned at its deadline are drained before the next slot starts its clock.
 pub struct Miner {
-    _shards: Vec<ShardSet>,
-    _factory: Arc<dyn BackendFactory>,
-    _config: MineConfig,
+    shards: Vec<ShardSet>,
+    factory: Arc<dyn BackendFactory>,
+    config: MineConfig,
+    plans: Vec<plan::ShardPlan>,
+    /// Index of each shard's first file in [`Miner::paths`].
+    file_bases: Vec<u32>,
+    paths: Vec<PathBuf>,
+    backends: Mutex<Vec<Box<dyn Backend>>>,
+    verifier: Mutex<verify::Verifier>,
 }
 
 impl Miner {
@@ -138,12 +160,44 @@ impl Miner {
 
     /// Checks the configuration (threads, depth, nonce range) and builds the miner.
     pub fn new(shards: Vec<ShardSet>, factory: Arc<dyn BackendFactory>, config: MineConfig) -> Result<Miner, MineError> {
-        Ok(Miner { _shards: shards, _factory: factory, _config: config })
+        config::validate(&config, shards.len())?;
+        let paths = Miner::paths(&shards);
+        if paths.len() > u32::MAX as usize {
+            return Err(MineError::Config(format!("{} files: too many", paths.len())));
+        }
+        let mut file_bases = Vec::with_capacity(shards.len());
+        let mut next = 0u32;
+        for shard in &shards {
+            file_bases.push(next);
+            next += shard.files.len() as u32;
+        }
+        let plans = shards.iter().zip(&file_bases).map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner)).collect();
+        let backends = (0..config.threads).map(|_| factory.worker(config.depth)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Miner {
+            verifier: Mutex::new(verify::Verifier::new(paths.clone())),
+            shards,
+            factory,
+            config,
+            plans,
+            file_bases,
+            paths,
+            backends: Mutex::new(backends),
+        })
+    }
+
+    /// The configuration this miner runs with.
+    pub fn config(&self) -> &MineConfig {
+        &self.config
+    }
+
+    /// The backend factory's one-line description (method, alignment, ring features).
+    pub fn describe_io(&self) -> String {
+        self.factory.describe()
     }
 
     /// Mines one slot for every shard with `randao`, until all nonces are tried, the slot time
     /// passes or `stop` is set.
-    pub fn mine_slot(&self, _randao: &H256, _stop: &AtomicBool) -> Result<SlotReport, MineError> {
-        Err(MineError::Config("not implemented yet".into()))
+    pub fn mine_slot(&self, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
+        slot::mine_slot(self, randao, stop)
     }
 }

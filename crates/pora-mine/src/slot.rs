@@ -1,0 +1,177 @@
+//! One slot: drain what the previous slot abandoned, start the clock, run one scoped thread per
+//! worker backend, sum their counts, re-verify the nonces to report and build the report.
+
+use crate::lanes::Hash0Prefix;
+use crate::verify::Unconfirmed;
+use crate::worker::{self, Candidate, End, ShardTally, SlotShared, WorkerOutcome};
+use crate::{Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport};
+use pora_core::H256;
+use pora_io::{Backend, Completion};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::PoisonError;
+use std::time::{Duration, Instant};
+
+/// Longest wait for reads a previous slot left in flight before the backend is replaced.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest block of nonces a worker claims from a shard's counter at once.
+const MAX_CLAIM_BLOCK: u64 = 64;
+/// Read-error messages kept in a report.
+const MAX_REPORTED_MESSAGES: usize = 16;
+
+pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
+    let config = &miner.config;
+    let mut backends = miner.backends.lock().unwrap_or_else(PoisonError::into_inner);
+    for backend in backends.iter_mut() {
+        drain_stale(miner, backend)?;
+    }
+    let shards = miner.plans.len();
+    let nonce_count = config.nonces.end - config.nonces.start;
+    let chains = (config.threads * config.depth) as u64;
+    let start = Instant::now();
+    let shared = SlotShared {
+        plans: &miner.plans,
+        prefixes: miner.plans.iter().map(|p| p.prefix(randao)).collect::<Vec<Hash0Prefix>>(),
+        paths: &miner.paths,
+        nonces: config.nonces.clone(),
+        claimed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+        found_first: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+        // Small ranges get small blocks so every chain has work; large ones amortise the claim.
+        claim_block: (nonce_count / (chains * 4)).clamp(1, MAX_CLAIM_BLOCK),
+        random_checks: config.random_checks as u8,
+        required: config.required_diff.map(|r| r.to_be_bytes::<32>()),
+        find: config.find,
+        on_io_error: config.on_io_error,
+        deadline: start + config.slot,
+        stop,
+        abort: AtomicBool::new(false),
+    };
+    let results: Vec<Result<WorkerOutcome, MineError>> = std::thread::scope(|scope| {
+        let shared = &shared;
+        let handles: Vec<_> = backends
+            .iter_mut()
+            .map(|backend| scope.spawn(move || worker::run(backend.as_mut(), shared, config.depth)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    let ended = Instant::now();
+    drop(backends);
+    let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut report = summarize(miner, randao, &outcomes, ended - start, ended.saturating_duration_since(shared.deadline));
+    attach_found(miner, randao, &outcomes, &mut report)?;
+    Ok(report)
+}
+
+/// Completes (and discards) reads a previous slot abandoned, so no stale completion reaches the
+/// next slot's chains; a backend that does not drain in time is replaced.
+fn drain_stale(miner: &Miner, backend: &mut Box<dyn Backend>) -> Result<(), MineError> {
+    if backend.in_flight() == 0 {
+        return Ok(());
+    }
+    backend.submit()?;
+    let give_up = Instant::now() + DRAIN_TIMEOUT;
+    let mut discard: Vec<Completion> = Vec::with_capacity(backend.capacity());
+    while backend.in_flight() > 0 && Instant::now() < give_up {
+        backend.reap(&mut discard, backend.in_flight(), Some(give_up))?;
+        discard.clear();
+    }
+    if backend.in_flight() > 0 {
+        *backend = miner.factory.worker(miner.config.depth)?;
+    }
+    Ok(())
+}
+
+fn summarize(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], elapsed: Duration, past_deadline: Duration) -> SlotReport {
+    let config = &miner.config;
+    let nonce_limit = config.nonces.end - config.nonces.start;
+    let elapsed_sec = elapsed.as_secs_f64();
+    let shards = miner
+        .plans
+        .iter()
+        .enumerate()
+        .map(|(s, plan)| {
+            let total = outcomes.iter().fold(ShardTally::default(), |acc, o| ShardTally {
+                tried: acc.tried + o.tallies[s].tried,
+                samples: acc.samples + o.tallies[s].samples,
+                io_errors: acc.io_errors + o.tallies[s].io_errors,
+            });
+            ShardSlotReport {
+                shard: plan.shard_idx,
+                randao: *randao,
+                nonce_limit,
+                nonces_tried: total.tried,
+                mining_power: (total.tried as f64 / nonce_limit as f64).min(1.0),
+                elapsed_sec,
+                samples_read: total.samples,
+                samples_per_sec: if elapsed_sec > 0.0 { total.samples as f64 / elapsed_sec } else { 0.0 },
+                io_errors: total.io_errors,
+                found: Vec::new(),
+            }
+        })
+        .collect();
+    let hit_deadline = outcomes.iter().any(|o| o.end == End::Deadline);
+    SlotReport {
+        shards,
+        elapsed_sec,
+        deadline_overshoot_sec: if hit_deadline { past_deadline.as_secs_f64() } else { 0.0 },
+        bottleneck: bottleneck(outcomes),
+        io_wait_fraction: io_wait_fraction(outcomes),
+        io_error_messages: outcomes.iter().flat_map(|o| o.messages.iter().cloned()).take(MAX_REPORTED_MESSAGES).collect(),
+        interrupted: outcomes.iter().any(|o| o.end == End::Stopped),
+    }
+}
+
+/// `None` when every worker ran out of work; otherwise Disk when the workers spent most of the
+/// slot waiting in submit/reap, else Cpu.
+fn bottleneck(outcomes: &[WorkerOutcome]) -> Bottleneck {
+    if outcomes.iter().all(|o| o.end == End::Done) {
+        return Bottleneck::None;
+    }
+    if io_wait_fraction(outcomes) > 0.5 {
+        Bottleneck::Disk
+    } else {
+        Bottleneck::Cpu
+    }
+}
+
+fn io_wait_fraction(outcomes: &[WorkerOutcome]) -> f64 {
+    let wait: Duration = outcomes.iter().map(|o| o.io_wait).sum();
+    let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
+    let total = (wait + busy).as_secs_f64();
+    if total > 0.0 {
+        wait.as_secs_f64() / total
+    } else {
+        0.0
+    }
+}
+
+/// Re-verifies the candidates each shard reports (all, the best, or the lowest-nonce one for
+/// `--find first`) and attaches their proofs.
+fn attach_found(miner: &Miner, randao: &H256, outcomes: &[WorkerOutcome], report: &mut SlotReport) -> Result<(), MineError> {
+    let config = &miner.config;
+    let mut verifier = miner.verifier.lock().unwrap_or_else(PoisonError::into_inner);
+    for (s, shard_report) in report.shards.iter_mut().enumerate() {
+        let mut candidates: Vec<Candidate> = outcomes.iter().flat_map(|o| o.candidates.iter().copied()).filter(|c| c.shard == s).collect();
+        match config.find {
+            Find::Best => candidates.sort_by(|a, b| a.hash1.cmp(&b.hash1)),
+            Find::First | Find::All => candidates.sort_by_key(|c| c.nonce),
+        }
+        for candidate in &candidates {
+            let (shard, plan, base) = (&miner.shards[s], &miner.plans[s], miner.file_bases[s]);
+            match verifier.confirm(shard, plan, base, config.random_checks, randao, candidate)? {
+                Ok(proof) => shard_report.found.push(proof),
+                Err(Unconfirmed { path, offset, why }) if config.on_io_error == OnIoError::Stop => {
+                    return Err(MineError::Read { path, offset, why });
+                }
+                Err(Unconfirmed { path, offset, why }) => {
+                    if report.io_error_messages.len() < MAX_REPORTED_MESSAGES {
+                        report.io_error_messages.push(format!("{}: read at offset {offset} failed: {why}; not reported", path.display()));
+                    }
+                }
+            }
+            if config.find != Find::All && !shard_report.found.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! Re-verification: every nonce the scheduler wants to report is recomputed once by the plain
+//! single-nonce path (`pora_core::hashimoto`, one synchronous read at a time through a separate
+//! buffered `pread` backend over the same files) before it is reported. It costs
+//! `random_checks` reads per reported nonce and guards against any scheduling bug.
+//!
+//! The verifier reads the real bytes even when mining ran on the simulated disk, so injected
+//! faults never reach it.
+
+use crate::plan::ShardPlan;
+use crate::worker::Candidate;
+use crate::MineError;
+use pora_core::{hashimoto, NonceProof, ShardSet, H256};
+use pora_io::{Backend, IoConfig, IoError, Method};
+use std::path::PathBuf;
+
+/// A lazily opened plain reader over every shard's files.
+pub struct Verifier {
+    paths: Vec<PathBuf>,
+    backend: Option<Box<dyn Backend>>,
+}
+
+/// A candidate whose samples could not be read back (the slot goes on without it, or ends under
+/// `--on-io-error stop`).
+pub struct Unconfirmed {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub why: String,
+}
+
+impl Verifier {
+    pub fn new(paths: Vec<PathBuf>) -> Self {
+        Verifier { paths, backend: None }
+    }
+
+    fn backend(&mut self) -> Result<&mut Box<dyn Backend>, MineError> {
+        if self.backend.is_none() {
+            let factory = pora_io::open(&self.paths, &IoConfig { method: Method::Pread, ..Default::default() })?;
+            self.backend = Some(factory.worker(1)?);
+        }
+        Ok(self.backend.as_mut().expect("opened above"))
+    }
+
+    /// Recomputes `candidate` and checks it against the scheduler's hash1.
+    pub fn confirm(
+        &mut self,
+        shard: &ShardSet,
+        plan: &ShardPlan,
+        file_base: u32,
+        random_checks: u32,
+        randao: &H256,
+        candidate: &Candidate,
+    ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
+        let backend = self.backend()?;
+        let mut failed_at = None;
+        let proof = hashimoto(&shard.geometry, random_checks, &plan.miner, randao, candidate.nonce, |sample_idx| {
+            let loc = shard.locate(sample_idx).map_err(|e| IoError::Config(e.to_string()))?;
+            let file = file_base + loc.file as u32;
+            failed_at = Some((file, loc.offset));
+            pora_io::read_one(backend.as_mut(), file, loc.offset)
+        });
+        let proof = match proof {
+            Ok(proof) => proof,
+            Err(e) => {
+                // A failed read may leave the backend with a read queued; start afresh next time.
+                self.backend = None;
+                let (file, offset) = failed_at.unwrap_or_default();
+                let path = self.paths.get(file as usize).cloned().unwrap_or_default();
+                let why = format!("verifying nonce {} of shard {}: {e}", candidate.nonce, plan.shard_idx);
+                return Ok(Err(Unconfirmed { path, offset, why }));
+            }
+        };
+        if proof.hash1.0 != candidate.hash1 {
+            return Err(MineError::VerifyMismatch {
+                shard: plan.shard_idx,
+                nonce: candidate.nonce,
+                scheduler: H256(candidate.hash1),
+                plain: proof.hash1,
+            });
+        }
+        Ok(Ok(proof))
+    }
+}

@@ -1,0 +1,382 @@
+//! One worker thread's slot: a fixed pool of nonce chains driven by its backend's completions.
+//!
+//! A chain is the state machine of one nonce: hash0 -> read sample 1 -> hash -> read sample 2
+//! -> ... -> `random_checks` reads -> check hash1 -> take the next nonce. The chain index is the
+//! read's tag, and every chain has at most one read queued or in flight, so the backend never
+//! holds more than `depth` reads and sample k+1 of a nonce is only requested after sample k came
+//! back (its index depends on it).
+//!
+//! Work: each shard has one atomic counter of claimed nonce offsets; a worker claims blocks of
+//! `claim_block` nonces from it and hands them to its chains, cycling over the shards one nonce at
+//! a time (round-robin), so several shards advance together in one slot.
+//!
+//! The loop per batch: submit everything pushed, reap at least one completion (waiting at most
+//! until the deadline), process every completion (pushing the follow-up reads), repeat. Per batch
+//! and not per sample: two clock reads (the deadline check and the wait-vs-busy split for the
+//! bottleneck), one load of the stop flag and, for `--find first`, one load per shard of its
+//! "found" flag. Per sample there is no allocation, lock, clock read or atomic: counts are kept in
+//! the worker and summed by the caller after the slot.
+//!
+//! Deadline rule: nothing is submitted once the deadline has passed, and a batch reaped after the
+//! deadline is abandoned, so a nonce counts only when its last read was reaped before the
+//! deadline. Reads still in flight are left in the backend and drained before the next slot.
+
+use crate::lanes::{hash_step, to_bytes, Hash0Prefix, Lanes};
+use crate::plan::ShardPlan;
+use crate::{Find, MineError, OnIoError};
+use pora_io::{Backend, Completion, Read, ReadError};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Times a failed read is re-issued under `--on-io-error retry` before its nonce is dropped.
+pub const MAX_RETRIES: u8 = 3;
+/// Read errors kept as messages per worker (the rest are only counted).
+const MAX_MESSAGES: usize = 8;
+/// Longest single wait, so that the stop flag is seen promptly even when reads are slow.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// Everything the workers of one slot share.
+pub struct SlotShared<'a> {
+    pub plans: &'a [ShardPlan],
+    pub prefixes: Vec<Hash0Prefix>,
+    pub paths: &'a [PathBuf],
+    pub nonces: Range<u64>,
+    /// Per shard: nonce offsets (from `nonces.start`) claimed so far.
+    pub claimed: Vec<AtomicU64>,
+    /// Per shard: a valid nonce was found under `--find first`.
+    pub found_first: Vec<AtomicBool>,
+    pub claim_block: u64,
+    pub random_checks: u8,
+    /// requiredDiff as 32 big-endian bytes (byte-wise order is numeric order).
+    pub required: Option<[u8; 32]>,
+    pub find: Find,
+    pub on_io_error: OnIoError,
+    pub deadline: Instant,
+    pub stop: &'a AtomicBool,
+    /// Set by a worker that fails, so the others end too.
+    pub abort: AtomicBool,
+}
+
+/// Per-shard counts of one worker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShardTally {
+    pub tried: u64,
+    pub samples: u64,
+    pub io_errors: u64,
+}
+
+/// A valid nonce as the scheduler computed it, before re-verification.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate {
+    pub shard: usize,
+    pub nonce: u64,
+    pub hash1: [u8; 32],
+}
+
+/// Why a worker's loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// No work left: every shard exhausted or closed by `--find first`.
+    Done,
+    Deadline,
+    Stopped,
+    /// Another worker failed.
+    Aborted,
+}
+
+/// One worker's result for the slot.
+#[derive(Debug)]
+pub struct WorkerOutcome {
+    pub tallies: Vec<ShardTally>,
+    pub candidates: Vec<Candidate>,
+    pub io_wait: Duration,
+    pub busy: Duration,
+    pub messages: Vec<String>,
+    pub end: End,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Chain {
+    hash: Lanes,
+    nonce: u64,
+    offset: u64,
+    file: u32,
+    shard: u32,
+    step: u8,
+    retries: u8,
+    active: bool,
+}
+
+/// A worker's unconsumed claim on one shard.
+#[derive(Clone, Copy, Default)]
+struct LocalWork {
+    next: u64,
+    end: u64,
+    exhausted: bool,
+    /// `--find first` found a valid nonce: no more reads for this shard.
+    found: bool,
+}
+
+struct Worker<'s, 'a> {
+    shared: &'s SlotShared<'a>,
+    chains: Vec<Chain>,
+    work: Vec<LocalWork>,
+    next_shard: usize,
+    active: usize,
+    tallies: Vec<ShardTally>,
+    candidates: Vec<Candidate>,
+    best: Vec<Option<Candidate>>,
+    messages: Vec<String>,
+}
+
+/// Runs one worker over `backend` until the work is done, the deadline passes, `stop` is set or
+/// another worker fails.
+pub fn run(backend: &mut dyn Backend, shared: &SlotShared<'_>, depth: usize) -> Result<WorkerOutcome, MineError> {
+    let mut worker = Worker::new(shared, depth);
+    let result = worker.mine(backend);
+    if result.is_err() {
+        shared.abort.store(true, Ordering::Relaxed);
+    }
+    let (end, io_wait, busy) = result?;
+    Ok(worker.finish(end, io_wait, busy))
+}
+
+impl<'s, 'a> Worker<'s, 'a> {
+    fn new(shared: &'s SlotShared<'a>, depth: usize) -> Self {
+        let shards = shared.plans.len();
+        Worker {
+            shared,
+            chains: vec![Chain::default(); depth],
+            work: vec![LocalWork::default(); shards],
+            next_shard: 0,
+            active: 0,
+            tallies: vec![ShardTally::default(); shards],
+            candidates: Vec::new(),
+            best: vec![None; shards],
+            messages: Vec::new(),
+        }
+    }
+
+    fn mine(&mut self, backend: &mut dyn Backend) -> Result<(End, Duration, Duration), MineError> {
+        let shared = self.shared;
+        let mut completions: Vec<Completion> = Vec::with_capacity(self.chains.len());
+        for idx in 0..self.chains.len() {
+            self.start_next(backend, idx)?;
+        }
+        let (mut io_wait, mut busy) = (Duration::ZERO, Duration::ZERO);
+        let mut processed_at = Instant::now();
+        let end = loop {
+            if self.active == 0 {
+                break End::Done;
+            }
+            if processed_at >= shared.deadline {
+                break End::Deadline;
+            }
+            if shared.stop.load(Ordering::Relaxed) {
+                break End::Stopped;
+            }
+            if shared.abort.load(Ordering::Relaxed) {
+                break End::Aborted;
+            }
+            backend.submit()?;
+            let wait_until = shared.deadline.min(processed_at + MAX_WAIT);
+            backend.reap(&mut completions, 1, Some(wait_until))?;
+            let reaped_at = Instant::now();
+            io_wait += reaped_at - processed_at;
+            if reaped_at > shared.deadline {
+                break End::Deadline;
+            }
+            self.refresh_found_flags();
+            for completion in completions.drain(..) {
+                self.on_completion(backend, completion)?;
+            }
+            processed_at = Instant::now();
+            busy += processed_at - reaped_at;
+        };
+        Ok((end, io_wait, busy))
+    }
+
+    fn finish(mut self, end: End, io_wait: Duration, busy: Duration) -> WorkerOutcome {
+        self.candidates.extend(self.best.iter().flatten());
+        WorkerOutcome { tallies: self.tallies, candidates: self.candidates, io_wait, busy, messages: self.messages, end }
+    }
+
+    /// Under `--find first`, notices shards another worker already found a nonce for.
+    fn refresh_found_flags(&mut self) {
+        if self.shared.find != Find::First {
+            return;
+        }
+        for (work, flag) in self.work.iter_mut().zip(&self.shared.found_first) {
+            work.found = work.found || flag.load(Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn on_completion(&mut self, backend: &mut dyn Backend, completion: Completion) -> Result<(), MineError> {
+        let idx = completion.tag as usize;
+        if !self.chains.get(idx).is_some_and(|c| c.active) {
+            return Err(MineError::Io(pora_io::IoError::Config(format!("backend returned unknown tag {idx}"))));
+        }
+        let sample = match completion.result {
+            Ok(sample) => sample,
+            Err(e) => return self.on_read_error(backend, idx, e),
+        };
+        let checks = self.shared.random_checks;
+        let chain = &mut self.chains[idx];
+        let shard = chain.shard as usize;
+        self.tallies[shard].samples += 1;
+        chain.hash = hash_step(&chain.hash, &sample);
+        chain.step += 1;
+        chain.retries = 0;
+        if chain.step < checks {
+            if self.work[shard].found {
+                // `--find first` already has its nonce: abandon (uncounted) rather than read on.
+                return self.start_next(backend, idx);
+            }
+            return self.issue_read(backend, idx);
+        }
+        let (nonce, hash1) = (chain.nonce, chain.hash);
+        self.tallies[shard].tried += 1;
+        if let Some(required) = &self.shared.required {
+            let hash1 = to_bytes(&hash1);
+            if hash1 <= *required {
+                self.record_valid(Candidate { shard, nonce, hash1 });
+            }
+        }
+        self.start_next(backend, idx)
+    }
+
+    fn record_valid(&mut self, candidate: Candidate) {
+        match self.shared.find {
+            Find::First => {
+                self.shared.found_first[candidate.shard].store(true, Ordering::Relaxed);
+                self.work[candidate.shard].found = true;
+                self.candidates.push(candidate);
+            }
+            Find::Best => {
+                let best = &mut self.best[candidate.shard];
+                if best.map_or(true, |b| candidate.hash1 < b.hash1) {
+                    *best = Some(candidate);
+                }
+            }
+            Find::All => self.candidates.push(candidate),
+        }
+    }
+
+    /// A failed read: retry it, drop the nonce, or end the slot, per `--on-io-error`.
+    #[cold]
+    fn on_read_error(&mut self, backend: &mut dyn Backend, idx: usize, error: ReadError) -> Result<(), MineError> {
+        let path = self.shared.paths.get(error.file as usize).cloned().unwrap_or_else(|| format!("file #{}", error.file).into());
+        let chain = &mut self.chains[idx];
+        match self.shared.on_io_error {
+            OnIoError::Stop => Err(MineError::Read { path, offset: error.offset, why: error.kind.to_string() }),
+            OnIoError::Retry if chain.retries < MAX_RETRIES => {
+                chain.retries += 1;
+                let read = Read { tag: idx as u32, file: chain.file, offset: chain.offset };
+                backend.push(read).map_err(|_| queue_full())
+            }
+            policy => {
+                let shard = chain.shard as usize;
+                self.tallies[shard].io_errors += 1;
+                if self.messages.len() < MAX_MESSAGES {
+                    let tries = if policy == OnIoError::Retry { format!(" after {MAX_RETRIES} retries") } else { String::new() };
+                    self.messages.push(format!(
+                        "{}: read at offset {} failed{tries}: {}; nonce {} of shard {} dropped",
+                        path.display(),
+                        error.offset,
+                        error.kind,
+                        chain.nonce,
+                        self.shared.plans[shard].shard_idx
+                    ));
+                }
+                self.start_next(backend, idx)
+            }
+        }
+    }
+
+    /// Gives chain `idx` its next nonce and pushes its first read, or parks it when no work is
+    /// left.
+    #[inline]
+    fn start_next(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
+        let Some((shard, nonce)) = self.take_work() else {
+            let chain = &mut self.chains[idx];
+            if chain.active {
+                chain.active = false;
+                self.active -= 1;
+            }
+            return Ok(());
+        };
+        let chain = &mut self.chains[idx];
+        if !chain.active {
+            chain.active = true;
+            self.active += 1;
+        }
+        chain.hash = self.shared.prefixes[shard].hash0(nonce);
+        chain.nonce = nonce;
+        chain.shard = shard as u32;
+        chain.step = 0;
+        chain.retries = 0;
+        self.issue_read(backend, idx)
+    }
+
+    #[inline]
+    fn issue_read(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
+        let chain = &mut self.chains[idx];
+        let target = self.shared.plans[chain.shard as usize].target(&chain.hash);
+        chain.file = target.file;
+        chain.offset = target.offset;
+        backend.push(Read { tag: idx as u32, file: target.file, offset: target.offset }).map_err(|_| queue_full())
+    }
+
+    /// The next (shard, nonce), cycling over shards with work left.
+    #[inline]
+    fn take_work(&mut self) -> Option<(usize, u64)> {
+        let shards = self.work.len();
+        for _ in 0..shards {
+            let shard = self.next_shard;
+            self.next_shard = if shard + 1 == shards { 0 } else { shard + 1 };
+            let work = &mut self.work[shard];
+            if work.exhausted || work.found {
+                continue;
+            }
+            if work.next == work.end {
+                match claim(self.shared, shard) {
+                    Some(block) => (work.next, work.end) = (block.start, block.end),
+                    None => {
+                        work.exhausted = true;
+                        continue;
+                    }
+                }
+            }
+            let offset = work.next;
+            work.next += 1;
+            return Some((shard, self.shared.nonces.start + offset));
+        }
+        None
+    }
+}
+
+/// Claims the next block of nonce offsets of `shard`, or `None` when all are claimed.
+fn claim(shared: &SlotShared<'_>, shard: usize) -> Option<Range<u64>> {
+    let len = shared.nonces.end - shared.nonces.start;
+    let counter = &shared.claimed[shard];
+    let mut start = counter.load(Ordering::Relaxed);
+    loop {
+        if start >= len {
+            return None;
+        }
+        let end = start + shared.claim_block.min(len - start);
+        match counter.compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(start..end),
+            Err(now) => start = now,
+        }
+    }
+}
+
+fn queue_full() -> MineError {
+    // Each chain has at most one read outstanding, so this means the backend's capacity is
+    // smaller than the depth it was created with: a backend bug.
+    MineError::Io(pora_io::IoError::Config("backend refused a read within its capacity".into()))
+}

@@ -207,76 +207,123 @@ fn pora_hash_names_a_missing_file() {
     assert!(stderr.contains("shard.dat"), "{stderr}");
 }
 
-/// Whether this build's `pora mine` is the real command (it is written on another branch).
+/// Whether this build's `pora mine` is the real command (it was written on another branch).
 fn mine_is_implemented() -> bool {
     let help = pora(&["mine", "--help"]);
     let text = String::from_utf8_lossy(&help.stdout);
     help.status.success() && text.contains("--method")
 }
 
+/// One JSON report line of `pora mine --json`.
+fn mine_report(stdout: &str, method: &str) -> Value {
+    let line = stdout.lines().rfind(|l| l.starts_with('{'));
+    let line =
+        line.unwrap_or_else(|| panic!("pora mine --method {method} printed no JSON:\n{stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{method}: bad JSON ({e}): {line}"))
+}
+
+/// The valid nonces of a report as (nonce, hash1), sorted.
+fn found(report: &Value) -> Vec<(u64, String)> {
+    let mut found: Vec<(u64, String)> = report["found"]
+        .as_array()
+        .expect("found is a list")
+        .iter()
+        .map(|p| {
+            (
+                p["nonce"].as_u64().unwrap(),
+                p["hash1"].as_str().unwrap().to_lowercase(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 #[test]
-fn pora_mine_runs_with_every_windows_method() {
+fn pora_mine_finds_the_same_nonces_with_every_windows_method() {
     if !mine_is_implemented() {
-        eprintln!("SKIP pora mine under Wine: this build's `pora mine` has no --method flag (the mine command is not merged yet)");
+        eprintln!("SKIP pora mine under Wine: this build's `pora mine` has no --method flag");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("mine.dat");
     let s = shard.to_str().unwrap();
     // A 16 MiB shard of random bytes: small enough for Wine, large enough for random reads.
-    ok(
-        &pora(&[
-            "create",
-            s,
-            "--shard",
-            "0",
-            "--kv-entries-bits",
-            "7",
-            "--fill",
-            "random",
-            "--quiet",
-        ]),
-        "pora create",
-    );
+    let create = [
+        "create",
+        s,
+        "--shard",
+        "0",
+        "--kv-entries-bits",
+        "7",
+        "--fill",
+        "random",
+    ];
+    ok(&pora(&[&create[..], &["--quiet"]].concat()), "pora create");
+    let randao = format!("0x{}", "5a".repeat(32));
+    // About one nonce in 64 is valid: every method must find exactly the same ones.
+    let required = format!("0x04{}", "0".repeat(62));
+    let mut reference: Option<Vec<(u64, String)>> = None;
     for method in WINDOWS_METHODS {
-        let out = pora(&mine_args(s, method));
-        let stdout = ok(&out, &format!("pora mine --method {method}"));
-        let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-            .unwrap_or_else(|e| {
-                panic!("pora mine --method {method} --json printed no JSON ({e}):\n{stdout}")
-            });
-        assert_mined(&report, method);
+        let args = [
+            "mine",
+            "--file",
+            s,
+            "--method",
+            method,
+            "--threads",
+            "2",
+            "--depth",
+            "8",
+            "--nonces",
+            "0..4096",
+            "--slots",
+            "1",
+            "--slot",
+            "600",
+            "--find",
+            "all",
+            "--required-diff",
+            &required,
+            "--randao",
+            &randao,
+            "--json",
+        ];
+        let stdout = ok(&pora(&args), &format!("pora mine --method {method}"));
+        let report = mine_report(&stdout, method);
+        assert_eq!(report["method"], method, "{report}");
+        assert_eq!(report["nonceLimit"], 4096, "{method}: {report}");
+        assert_eq!(
+            report["noncesTried"], 4096,
+            "{method}: every nonce of the slot: {report}"
+        );
+        assert_eq!(report["ioErrors"], 0, "{method}: {report}");
+        let found = found(&report);
+        assert!(
+            !found.is_empty(),
+            "{method}: nothing found at 1/64 odds in 4096 nonces"
+        );
+        match &reference {
+            None => reference = Some(found),
+            Some(r) => assert_eq!(
+                &found, r,
+                "{method} found other nonces than {}",
+                WINDOWS_METHODS[0]
+            ),
+        }
     }
-}
-
-/// A short, deterministic mining run: a few thousand nonces of one slot, JSON report.
-fn mine_args<'a>(file: &'a str, method: &'a str) -> Vec<&'a str> {
-    vec![
-        "mine",
+    // The first find, recomputed by `pora hash` (plain single-nonce path), has the same hash1.
+    let (nonce, hash1) = reference.unwrap()[0].clone();
+    let args = [
+        "hash",
         "--file",
-        file,
-        "--method",
-        method,
-        "--threads",
-        "2",
-        "--depth",
-        "8",
-        "--nonce-limit",
-        "4096",
-        "--slots",
-        "1",
+        s,
         "--randao",
-        "0x1111111111111111111111111111111111111111111111111111111111111111",
+        &randao,
+        "--nonce",
+        &nonce.to_string(),
         "--json",
-    ]
-}
-
-fn assert_mined(report: &Value, method: &str) {
-    let tried = report
-        .pointer("/noncesTried")
-        .or_else(|| report.pointer("/slots/0/noncesTried"));
-    let tried = tried
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("{method}: no noncesTried in {report}"));
-    assert!(tried > 0, "{method}: no nonce was tried: {report}");
+    ];
+    let proof: Value = serde_json::from_str(&ok(&pora(&args), "pora hash")).unwrap();
+    assert_eq!(proof["hash1"].as_str().unwrap().to_lowercase(), hash1);
 }

@@ -18,6 +18,7 @@ pub mod align;
 mod error;
 mod inline;
 mod method;
+mod overlapped_logic;
 pub mod sim;
 
 #[cfg(unix)]

@@ -1,10 +1,55 @@
-//! Windows methods: per-worker `seek_read`, shared handle, IOCP overlapped (buffered and
-//! unbuffered), mmap.
+//! Windows methods, one backend per way of reading:
+//! - `pread`: a buffered handle per worker per file (`FILE_FLAG_RANDOM_ACCESS`), positional
+//!   `seek_read` (synchronous; completes inline in `submit`);
+//! - `pread-shared`: one synchronous handle per file shared by every worker, es-node's way, kept
+//!   as the baseline arm (Windows serialises I/O on a non-overlapped handle);
+//! - `mmap`: one read-only mapping per file shared by every worker;
+//! - `iocp` / `iocp-unbuffered`: overlapped handles per worker on the worker's own completion
+//!   port, many reads in flight, completions reaped in batches with the deadline as the timeout;
+//!   the unbuffered variant reads whole sectors into sector-aligned buffers.
+//!
+//! The platform-independent half of the IOCP backends (span math, sector rules, slot state
+//! machine) lives in `crate::overlapped_logic`, where it is unit-tested on every platform.
+
+mod iocp;
+pub mod probe;
+mod sync;
+
+pub use probe::{windows_volume_facts, BitLocker, VolumeFacts};
 
 use crate::{BackendFactory, IoConfig, IoError, Method};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(crate) fn open(method: Method, _paths: &[PathBuf], _config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
-    Err(IoError::Unavailable { method: method.name(), reason: "not implemented yet".into() })
+pub(crate) fn open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
+    match method {
+        Method::Pread | Method::PreadShared => sync::open_pread(method, paths, config),
+        Method::Mmap => sync::open_mmap(paths, config),
+        Method::Iocp | Method::IocpUnbuffered => iocp::open(method, paths, config),
+        _ => Err(IoError::Unavailable {
+            method: method.name(),
+            reason: "not a Windows method".into(),
+        }),
+    }
+}
+
+/// The Win32 error of the last failed call, as an `std::io::Error`.
+fn last_os_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// `s` as a NUL-terminated UTF-16 string for the `W` APIs.
+fn wide(s: &std::ffi::OsStr) -> Vec<u16> {
+    use std::os::windows::ffi::OsStrExt;
+    s.encode_wide().chain(std::iter::once(0)).collect()
+}
+
+/// The text of a NUL-terminated UTF-16 buffer filled by a `W` API.
+fn from_wide(buf: &[u16]) -> String {
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    String::from_utf16_lossy(&buf[..end])
 }

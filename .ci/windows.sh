@@ -96,8 +96,8 @@ step "cargo test --target $WIN_TARGET -p pora --test windows_cli (pora hash vect
 cargo test --target "$WIN_TARGET" -p pora --test windows_cli -- --nocapture || fail "pora CLI tests failed under Wine"
 
 for t in "${MAC_TARGETS[@]}"; do
-    step "cargo check --target $t --workspace"
-    cargo check --target "$t" --workspace --all-targets || fail "cargo check --target $t failed"
+    step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"
+    cargo clippy --target "$t" --workspace --all-targets -- -D warnings || fail "cargo clippy --target $t failed"
 done
 
 step "PASS"

@@ -435,6 +435,7 @@ mod platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_os = "linux")]
     use std::path::Path;
 
     const DISKSTATS: &str = "\

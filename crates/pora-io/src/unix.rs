@@ -31,6 +31,7 @@ pub(crate) use blockdev::open_direct;
 
 /// Opens `path` read-only; `O_DIRECT` when `direct`.
 pub(crate) fn open_read_only(path: &Path, direct: bool) -> Result<File, IoError> {
+    #[cfg(target_os = "linux")]
     use std::os::unix::fs::OpenOptionsExt;
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);

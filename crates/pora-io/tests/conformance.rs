@@ -8,14 +8,17 @@
 //! Test files live under `$PORA_TEST_DIR` if set, else Cargo's target tmpdir (on the repository's
 //! disk, where O_DIRECT normally works; /tmp may be tmpfs).
 
-use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadErrorKind};
+use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read};
+#[cfg(unix)]
+use pora_io::ReadErrorKind;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+#[cfg(unix)]
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const GIB: u64 = 1 << 30;
@@ -72,11 +75,12 @@ fn fixture() -> Fixture {
         .unwrap();
 
     let sparse_path = dir.path().join("sparse.bin");
-    let f = File::create(&sparse_path).unwrap();
+    let mut f = File::create(&sparse_path).unwrap();
     f.set_len(SPARSE_FILE_BYTES).unwrap();
     for start in sparse_regions() {
-        f.write_all_at(&fill_random(&mut rng, 65536), start)
-            .unwrap();
+        use std::io::{Seek, SeekFrom};
+        f.seek(SeekFrom::Start(start)).unwrap();
+        f.write_all(&fill_random(&mut rng, 65536)).unwrap();
     }
     drop(f);
 
@@ -120,11 +124,11 @@ fn offsets(rng: &mut Xoshiro256PlusPlus) -> Vec<(u32, u64)> {
 }
 
 fn expected(fx: &Fixture, file: u32, offset: u64) -> [u8; 32] {
+    use std::io::{Read as _, Seek, SeekFrom};
     let mut buf = [0u8; 32];
-    File::open(&fx.paths[file as usize])
-        .unwrap()
-        .read_exact_at(&mut buf, offset)
-        .unwrap();
+    let mut f = File::open(&fx.paths[file as usize]).unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.read_exact(&mut buf).unwrap();
     buf
 }
 
@@ -431,6 +435,7 @@ fn workers_of_one_factory_read_concurrently() {
     }
 }
 
+#[cfg(unix)]
 fn write_file(path: &Path, len: usize) -> Vec<u8> {
     let bytes: Vec<u8> = (0..len)
         .map(|i| (i % 253) as u8 ^ (i >> 12) as u8)
@@ -442,6 +447,8 @@ fn write_file(path: &Path, len: usize) -> Vec<u8> {
 /// A file truncated under a live map: reads past the new end fail instead of crashing the
 /// process, reads before it still succeed, and the periodic length check catches the partial
 /// last page that cannot fault.
+/// Unix only: Windows refuses to truncate a mapped file at all (see windows.rs).
+#[cfg(unix)]
 #[test]
 fn mmap_survives_truncation() {
     let root = test_root();
@@ -514,6 +521,7 @@ fn mmap_survives_truncation() {
 /// A file system that refuses O_DIRECT (procfs here; tmpfs before Linux 6.6, overlayfs) makes
 /// the direct methods unavailable with a reason naming it, and `auto` falls back to a buffered
 /// method.
+#[cfg(unix)]
 #[test]
 fn direct_refusal_names_the_file_system() {
     let path = PathBuf::from("/proc/self/status");

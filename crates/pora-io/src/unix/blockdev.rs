@@ -41,6 +41,7 @@ pub fn logical_block_size(file: &File) -> LogicalBlock {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn plausible_block(bytes: u32) -> Option<u32> {
     (bytes.is_power_of_two() && (512..=65536).contains(&bytes)).then_some(bytes)
 }
@@ -126,6 +127,7 @@ pub(crate) fn fs_name(file: &File) -> String {
 }
 
 /// Names the common Linux file system magic numbers; others print in hex.
+#[cfg(target_os = "linux")]
 pub(crate) fn fs_name_of_magic(magic: u64) -> String {
     let name = match magic {
         0x0102_1994 => "tmpfs",

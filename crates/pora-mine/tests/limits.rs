@@ -44,7 +44,7 @@ fn one_tib_sparse_shard_past_2_pow_40() {
     let required = U256::MAX / U256::from(50u64);
     let want = naive_scan(&shard, &randao(8), 0..2000, 2, &required);
     let factory = pora_io::open(
-        &[path.clone()],
+        std::slice::from_ref(&path),
         &IoConfig {
             method: Method::Pread,
             ..Default::default()

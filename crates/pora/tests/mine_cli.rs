@@ -3,10 +3,8 @@
 
 use pora_core::{hashimoto, ShardSet, H256, U256};
 use serde_json::Value;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const RANDAO: &str = "0x2222222222222222222222222222222222222222222222222222222222222222";
 /// 2^246: about one nonce in 1024 is valid.
@@ -50,14 +48,30 @@ fn library_scan(path: &Path, n: u64) -> Vec<(u64, String)> {
         .filter_map(|nonce| {
             let proof = hashimoto(&shard.geometry, 2, &shard.miner, &randao, nonce, |idx| {
                 let mut buf = [0u8; 32];
-                file.read_exact_at(&mut buf, shard.locate(idx).unwrap().offset)
-                    .map(|_| buf)
+                read_exact_at(&file, &mut buf, shard.locate(idx).unwrap().offset);
+                Ok::<_, ()>(buf)
             })
             .unwrap();
             (U256::from_be_bytes(proof.hash1.0) <= required)
                 .then(|| (nonce, proof.hash1.to_string()))
         })
         .collect()
+}
+
+/// A positional read of exactly `buf.len()` bytes, on Unix and Windows.
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) {
+    let mut got = 0;
+    while got < buf.len() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64)
+            .unwrap();
+        #[cfg(windows)]
+        let n =
+            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64)
+                .unwrap();
+        assert!(n > 0, "unexpected end of file");
+        got += n;
+    }
 }
 
 fn json_lines(out: &Output) -> Vec<Value> {
@@ -251,8 +265,11 @@ fn bad_flags_give_clear_errors() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn sigint_prints_partial_statistics_and_exits_130_within_a_second() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let a = create(dir.path(), 0);
     let child = Command::new(env!("CARGO_BIN_EXE_pora"))

@@ -71,7 +71,6 @@ pub fn naive_scan_avoiding(
     required: &U256,
     bad: &[(u64, u64)],
 ) -> (Vec<(u64, H256)>, Vec<u64>) {
-    use std::os::unix::fs::FileExt;
     let files: Vec<File> = shard
         .files
         .iter()
@@ -94,7 +93,7 @@ pub fn naive_scan_avoiding(
                     return Err(());
                 }
                 let mut buf = [0u8; 32];
-                files[loc.file].read_exact_at(&mut buf, loc.offset).unwrap();
+                read_exact_at(&files[loc.file], &mut buf, loc.offset);
                 Ok(buf)
             },
         );
@@ -105,6 +104,22 @@ pub fn naive_scan_avoiding(
         }
     }
     (valid, touched)
+}
+
+/// A positional read of exactly `buf.len()` bytes, on Unix and Windows.
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) {
+    let mut got = 0;
+    while got < buf.len() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64)
+            .unwrap();
+        #[cfg(windows)]
+        let n =
+            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64)
+                .unwrap();
+        assert!(n > 0, "unexpected end of file at {}", offset + got as u64);
+        got += n;
+    }
 }
 
 pub fn config(threads: usize, depth: usize, nonces: std::ops::Range<u64>) -> MineConfig {

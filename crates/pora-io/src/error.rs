@@ -51,7 +51,10 @@ pub enum IoError {
         source: std::io::Error,
     },
     #[error("method `{method}` is unavailable: {reason}")]
-    Unavailable { method: &'static str, reason: String },
+    Unavailable {
+        method: &'static str,
+        reason: String,
+    },
     #[error("invalid I/O configuration: {0}")]
     Config(String),
     #[error(transparent)]

@@ -134,7 +134,11 @@ pub fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFacto
 pub fn read_one(backend: &mut dyn Backend, file: u32, offset: u64) -> Result<Sample, IoError> {
     debug_assert_eq!(backend.in_flight(), 0, "read_one needs an idle backend");
     backend
-        .push(Read { tag: 0, file, offset })
+        .push(Read {
+            tag: 0,
+            file,
+            offset,
+        })
         .map_err(|_| IoError::Config("backend has no room for one read".into()))?;
     backend.submit()?;
     let mut out = Vec::with_capacity(1);

@@ -8,7 +8,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 /// An access method. `Auto` resolves to a concrete one when opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// One buffered handle per worker, positional reads (`pread` / `seek_read`).
@@ -71,7 +73,10 @@ impl Method {
 
     /// Whether the method bypasses the OS page cache.
     pub fn is_unbuffered(self) -> bool {
-        matches!(self, Method::Direct | Method::UringDirect | Method::IocpUnbuffered)
+        matches!(
+            self,
+            Method::Direct | Method::UringDirect | Method::IocpUnbuffered
+        )
     }
 
     /// Whether this build and machine can use the method; the reason when not.
@@ -107,47 +112,82 @@ impl fmt::Display for Method {
 impl FromStr for Method {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Method::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Method::ALL.iter().map(|m| m.name()).collect();
-            format!("unknown method `{s}` (one of: {})", names.join(", "))
-        })
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Method::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown method `{s}` (one of: {})", names.join(", "))
+            })
     }
 }
 
 #[cfg(target_os = "linux")]
 fn platform_availability(m: Method) -> Result<(), Unavailable> {
     match m {
-        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Sim | Method::Auto => Ok(()),
+        Method::Pread
+        | Method::PreadShared
+        | Method::Direct
+        | Method::Mmap
+        | Method::Sim
+        | Method::Auto => Ok(()),
         Method::Uring | Method::UringDirect => crate::uring::probe().map_err(Unavailable),
-        Method::Iocp | Method::IocpUnbuffered => Err(Unavailable("IOCP exists only on Windows".into())),
+        Method::Iocp | Method::IocpUnbuffered => {
+            Err(Unavailable("IOCP exists only on Windows".into()))
+        }
     }
 }
 
 #[cfg(windows)]
 fn platform_availability(m: Method) -> Result<(), Unavailable> {
     match m {
-        Method::Pread | Method::PreadShared | Method::Mmap | Method::Iocp | Method::IocpUnbuffered | Method::Sim | Method::Auto => Ok(()),
-        Method::Direct => Err(Unavailable("O_DIRECT is Linux's; on Windows use iocp-unbuffered".into())),
-        Method::Uring | Method::UringDirect => Err(Unavailable("io_uring exists only on Linux".into())),
+        Method::Pread
+        | Method::PreadShared
+        | Method::Mmap
+        | Method::Iocp
+        | Method::IocpUnbuffered
+        | Method::Sim
+        | Method::Auto => Ok(()),
+        Method::Direct => Err(Unavailable(
+            "O_DIRECT is Linux's; on Windows use iocp-unbuffered".into(),
+        )),
+        Method::Uring | Method::UringDirect => {
+            Err(Unavailable("io_uring exists only on Linux".into()))
+        }
     }
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
 fn platform_availability(m: Method) -> Result<(), Unavailable> {
     match m {
-        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Sim | Method::Auto => Ok(()),
-        Method::Uring | Method::UringDirect => Err(Unavailable("io_uring exists only on Linux".into())),
-        Method::Iocp | Method::IocpUnbuffered => Err(Unavailable("IOCP exists only on Windows".into())),
+        Method::Pread
+        | Method::PreadShared
+        | Method::Direct
+        | Method::Mmap
+        | Method::Sim
+        | Method::Auto => Ok(()),
+        Method::Uring | Method::UringDirect => {
+            Err(Unavailable("io_uring exists only on Linux".into()))
+        }
+        Method::Iocp | Method::IocpUnbuffered => {
+            Err(Unavailable("IOCP exists only on Windows".into()))
+        }
     }
 }
 
 /// Resolves `auto`, checks availability and opens the method's factory.
-pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     let method = match config.method {
         Method::Auto => Method::resolve_auto(),
         m => m,
     };
-    method.availability().map_err(|u| IoError::Unavailable { method: method.name(), reason: u.0 })?;
+    method.availability().map_err(|u| IoError::Unavailable {
+        method: method.name(),
+        reason: u.0,
+    })?;
     if paths.is_empty() {
         return Err(IoError::Config("no files to open".into()));
     }
@@ -169,7 +209,11 @@ pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn Backe
 }
 
 #[cfg(target_os = "linux")]
-fn platform_open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+fn platform_open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     match method {
         Method::Uring | Method::UringDirect => crate::uring::open(method, paths, config),
         _ => crate::unix::open(method, paths, config),
@@ -177,11 +221,19 @@ fn platform_open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
-fn platform_open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+fn platform_open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     crate::unix::open(method, paths, config)
 }
 
 #[cfg(windows)]
-fn platform_open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+fn platform_open(
+    method: Method,
+    paths: &[PathBuf],
+    config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
     crate::windows::open(method, paths, config)
 }

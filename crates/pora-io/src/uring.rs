@@ -605,12 +605,20 @@ impl Backend for UringBackend {
 
 #[cfg(test)]
 mod tests {
+    /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
+    macro_rules! skip_note {
+        ($($arg:tt)*) => {{
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), $($arg)*);
+        }};
+    }
+
     use super::*;
     use std::io::Write;
 
     fn backend_over(bytes: &[u8], depth: usize) -> Option<(tempfile::NamedTempFile, UringBackend)> {
         if let Err(reason) = probe() {
-            eprintln!("SKIP uring: {reason}");
+            skip_note!("SKIP uring: {reason}");
             return None;
         }
         let mut file = tempfile::NamedTempFile::new().unwrap();

@@ -8,17 +8,25 @@
 //! Test files live under `$PORA_TEST_DIR` if set, else Cargo's target tmpdir (on the repository's
 //! disk, where O_DIRECT normally works; /tmp may be tmpfs).
 
-use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read};
+/// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 #[cfg(unix)]
 use pora_io::ReadErrorKind;
+use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 #[cfg(unix)]
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const GIB: u64 = 1 << 30;
@@ -146,7 +154,7 @@ fn open_or_skip(
     match pora_io::open(&fx.paths, &config) {
         Ok(factory) => Some(factory),
         Err(IoError::Unavailable { reason, .. }) => {
-            eprintln!("SKIP {method} ({block_size:?}): {reason}");
+            skip_note!("SKIP {method} ({block_size:?}): {reason}");
             None
         }
         Err(e) => panic!("{method} ({block_size:?}): open failed: {e}"),
@@ -351,7 +359,7 @@ fn every_available_method_conforms() {
             continue;
         }
         if let Err(reason) = method.availability() {
-            eprintln!("SKIP {method}: {}", reason.0);
+            skip_note!("SKIP {method}: {}", reason.0);
             continue;
         }
         for block_size in [BlockSize::Natural, BlockSize::Bytes(4096)] {
@@ -527,7 +535,7 @@ fn direct_refusal_names_the_file_system() {
     let path = PathBuf::from("/proc/self/status");
     for method in [Method::Direct, Method::UringDirect] {
         if let Err(reason) = method.availability() {
-            eprintln!("SKIP {method}: {}", reason.0);
+            skip_note!("SKIP {method}: {}", reason.0);
             continue;
         }
         let config = IoConfig {
@@ -542,7 +550,7 @@ fn direct_refusal_names_the_file_system() {
                 )
             }
             Err(e) => panic!("{method}: expected Unavailable, got {e}"),
-            Ok(_) => eprintln!("SKIP {method} refusal: this kernel allows O_DIRECT on procfs"),
+            Ok(_) => skip_note!("SKIP {method} refusal: this kernel allows O_DIRECT on procfs"),
         }
     }
     let auto = pora_io::open(&[path], &IoConfig::default()).unwrap();

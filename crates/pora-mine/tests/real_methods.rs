@@ -3,6 +3,14 @@
 //! a sequential scan with the single-nonce path. Methods that cannot open here print a SKIP line
 //! with the reason.
 
+/// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod common;
 
 use common::*;
@@ -32,7 +40,7 @@ fn every_available_method_finds_the_sequential_scans_nonces() {
         .filter(|m| !matches!(m, Method::Sim | Method::Auto))
     {
         if let Err(why) = method.availability() {
-            eprintln!("SKIP {method}: {}", why.0);
+            skip_note!("SKIP {method}: {}", why.0);
             continue;
         }
         assert!(Method::available_real().contains(&method));
@@ -45,13 +53,13 @@ fn every_available_method_finds_the_sequential_scans_nonces() {
         ) {
             Ok(f) => f,
             Err(IoError::Unavailable { reason, .. }) => {
-                eprintln!("SKIP {method}: {reason}");
+                skip_note!("SKIP {method}: {reason}");
                 continue;
             }
             Err(IoError::Open { source, path })
                 if method.is_unbuffered() && source.raw_os_error() == Some(22) =>
             {
-                eprintln!("SKIP {method}: {} does not support unbuffered I/O ({source}); set PORA_TEST_DIR to a disk", path.display());
+                skip_note!("SKIP {method}: {} does not support unbuffered I/O ({source}); set PORA_TEST_DIR to a disk", path.display());
                 continue;
             }
             Err(e) => panic!("{method}: {e}"),

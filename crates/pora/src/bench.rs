@@ -67,6 +67,9 @@ pub struct BenchArgs {
     /// Seed of the random offsets (default: from the clock; printed).
     #[arg(long)]
     seed: Option<u64>,
+    /// Also draw reads/s and latency percentiles vs reads in flight into this SVG file.
+    #[arg(long, value_name = "SVG")]
+    plot: Option<PathBuf>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -101,6 +104,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if totals.ran == 0 {
         bail!("no combination ran: every method was skipped (see SKIP lines above)");
     }
+    if let Some(path) = &args.plot {
+        write_plot(path, &totals.results)
+            .with_context(|| format!("writing chart {}", path.display()))?;
+        eprintln!("pora bench: chart written to {}", path.display());
+    }
     if totals.read_errors > 0 {
         bail!(
             "{} read errors during the benchmark (first: {})",
@@ -118,6 +126,17 @@ struct Totals {
     ran: usize,
     read_errors: u64,
     first_error: Option<String>,
+    /// What the chart needs of each finished combination.
+    results: Vec<PlotPoint>,
+}
+
+/// One finished combination, for `--plot`.
+struct PlotPoint {
+    method: Method,
+    threads: usize,
+    depth: usize,
+    iops: f64,
+    latency_us: [f64; 3],
 }
 
 /// Runs every depth x threads combination of one method; skips the method (visibly) when it
@@ -159,6 +178,13 @@ fn run_method(
                     if totals.first_error.is_none() {
                         totals.first_error = r.first_error.clone();
                     }
+                    totals.results.push(PlotPoint {
+                        method: r.method,
+                        threads,
+                        depth,
+                        iops: r.iops(),
+                        latency_us: [r.latency_us(0.5), r.latency_us(0.99), r.latency_us(0.999)],
+                    });
                     out.result(&r, eviction.as_deref());
                 }
                 Err(MeasureError::Open(e @ IoError::Unavailable { .. })) => {
@@ -180,6 +206,54 @@ fn run_method(
         }
     }
     Ok(())
+}
+
+/// Reads/s per method and thread count vs reads in flight, with the best figure measured as the
+/// ceiling line, then p50 / p99 / p99.9 latency per method and thread count.
+fn write_plot(path: &Path, points: &[PlotPoint]) -> anyhow::Result<()> {
+    use crate::plot::{Chart, HLine, Series};
+    use std::collections::BTreeMap;
+    let mut lines: BTreeMap<String, Vec<&PlotPoint>> = BTreeMap::new();
+    for p in points {
+        lines
+            .entry(format!("{}, {} thread(s)", p.method, p.threads))
+            .or_default()
+            .push(p);
+    }
+    let series = |f: &dyn Fn(&PlotPoint) -> f64, suffix: &str| -> Vec<Series> {
+        lines
+            .iter()
+            .map(|(label, ps)| Series {
+                label: format!("{label}{suffix}"),
+                points: ps
+                    .iter()
+                    .map(|p| ((p.threads * p.depth) as f64, f(p)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut throughput = Chart::throughput(
+        "pora bench: random reads/s vs reads in flight",
+        "reads in flight (threads x depth)",
+        series(&|p| p.iops, ""),
+        None,
+    );
+    throughput.y_label = "reads / s".into();
+    let best = points.iter().map(|p| p.iops).fold(0.0, f64::max);
+    throughput.hlines.push(HLine {
+        label: format!("best measured {}", crate::plot::si(best)),
+        y: best,
+    });
+    let mut latency = Vec::new();
+    for (i, name) in ["p50", "p99", "p99.9"].iter().enumerate() {
+        latency.extend(series(&move |p| p.latency_us[i], &format!(" {name}")));
+    }
+    let latency = Chart::latency(
+        "pora bench: read latency vs reads in flight",
+        "reads in flight (threads x depth)",
+        latency,
+    );
+    crate::plot::write_svg(path, &[throughput, latency])
 }
 
 /// Evicts the file and describes the outcome; unverified eviction is also said on stderr.

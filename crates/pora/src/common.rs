@@ -60,6 +60,8 @@ impl DiffArgs {
             minimum_diff: self.minimum_diff,
         };
         let expected = expected_diff(&params)?;
-        Ok(Some(required_diff(expected).context("computing requiredDiff")?))
+        Ok(Some(
+            required_diff(expected).context("computing requiredDiff")?,
+        ))
     }
 }

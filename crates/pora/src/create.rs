@@ -106,7 +106,9 @@ pub fn plan_header(args: &CreateArgs) -> anyhow::Result<Header> {
 fn write_file(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
     let path = &args.file;
     let mut file = open_for_create(path, args.force)?;
-    let total = header.allocated_len().context("file size overflows 64 bits")?;
+    let total = header
+        .allocated_len()
+        .context("file size overflows 64 bits")?;
     let mut wip = header.clone();
     wip.status = STATUS_INCOMPLETE;
     let ctx = || format!("writing {}", path.display());
@@ -132,7 +134,10 @@ fn open_for_create(path: &Path, force: bool) -> anyhow::Result<File> {
     }
     opts.open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!("{}: file exists; pass --force to overwrite it", path.display())
+            anyhow::anyhow!(
+                "{}: file exists; pass --force to overwrite it",
+                path.display()
+            )
         } else {
             anyhow::anyhow!("{}: {e}", path.display())
         }
@@ -145,7 +150,8 @@ fn fill_data(file: &mut File, header: &Header, args: &CreateArgs) -> std::io::Re
     const BLOCK: usize = 8 << 20;
     let data_len = header.data_len();
     let progress = progress_bar(data_len, args.quiet);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed ^ header.chunk_idx_start.rotate_left(32));
+    let mut rng =
+        Xoshiro256PlusPlus::seed_from_u64(args.seed ^ header.chunk_idx_start.rotate_left(32));
     let mut buf = vec![0u8; BLOCK];
     file.seek(SeekFrom::Start(HEADER_SIZE))?;
     let mut written = 0u64;
@@ -168,9 +174,11 @@ fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::new(len);
     bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-            .expect("static template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     bar.set_message("writing");
     bar

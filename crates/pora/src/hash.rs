@@ -72,7 +72,10 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
     for i in 0..proof.sample_idxs.len() {
         println!(
             "sample {i}     idx {} (kv {}, sample {} in kv) = {}",
-            proof.sample_idxs[i], proof.kv_idxs[i], proof.sample_idxs_in_kv[i], proof.encoded_samples[i]
+            proof.sample_idxs[i],
+            proof.kv_idxs[i],
+            proof.sample_idxs_in_kv[i],
+            proof.encoded_samples[i]
         );
     }
     println!("hash1        {}", proof.hash1);
@@ -84,13 +87,37 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
 }
 
 /// The plain single-nonce path over the real files (buffered pread, one read at a time).
-pub fn compute(shard: &ShardSet, miner: Address, randao: &H256, nonce: u64, random_checks: u32) -> anyhow::Result<pora_core::NonceProof> {
+pub fn compute(
+    shard: &ShardSet,
+    miner: Address,
+    randao: &H256,
+    nonce: u64,
+    random_checks: u32,
+) -> anyhow::Result<pora_core::NonceProof> {
     let paths = shard.paths();
-    let factory = pora_io::open(&paths, &IoConfig { method: Method::Pread, ..Default::default() })?;
+    let factory = pora_io::open(
+        &paths,
+        &IoConfig {
+            method: Method::Pread,
+            ..Default::default()
+        },
+    )?;
     let mut backend = factory.worker(1)?;
-    hashimoto(&shard.geometry, random_checks, &miner, randao, nonce, |sample_idx| {
-        let loc = shard.locate(sample_idx)?;
-        pora_io::read_one(backend.as_mut(), loc.file as u32, loc.offset)
-            .with_context(|| format!("{}: reading sample {sample_idx} at offset {}", paths[loc.file].display(), loc.offset))
-    })
+    hashimoto(
+        &shard.geometry,
+        random_checks,
+        &miner,
+        randao,
+        nonce,
+        |sample_idx| {
+            let loc = shard.locate(sample_idx)?;
+            pora_io::read_one(backend.as_mut(), loc.file as u32, loc.offset).with_context(|| {
+                format!(
+                    "{}: reading sample {sample_idx} at offset {}",
+                    paths[loc.file].display(),
+                    loc.offset
+                )
+            })
+        },
+    )
 }

@@ -20,7 +20,11 @@ pub struct InfoArgs {
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
-    let files = args.files.iter().map(|p| DataFile::open(p)).collect::<Result<Vec<_>, _>>()?;
+    let files = args
+        .files
+        .iter()
+        .map(|p| DataFile::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let shard = ShardSet::from_files(files.clone(), args.kv_entries_bits);
     let file_json: Vec<_> = files.iter().map(file_json).collect();
     let (complete, shard_json) = match &shard {
@@ -34,7 +38,12 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     }
     for (f, j) in files.iter().zip(&file_json) {
         println!("{}", f.path.display());
-        for (k, v) in j.as_object().into_iter().flatten().filter(|(k, _)| *k != "path") {
+        for (k, v) in j
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| *k != "path")
+        {
             println!("  {k:<16} {v}");
         }
     }

@@ -14,7 +14,7 @@ use pora_io::{IoConfig, Method};
 use pora_mine::{Bottleneck, Find, MineConfig, Miner, OnIoError, ShardSlotReport, SlotReport};
 use serde_json::json;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -75,6 +75,9 @@ pub struct MineArgs {
     /// One JSON object per slot and shard (JSON lines) instead of text.
     #[arg(long)]
     json: bool,
+    /// Tune profile to use [default: `<first file>.pora-profile.toml` when present].
+    #[arg(long)]
+    profile: Option<PathBuf>,
     /// Create ./pora-demo/shard0.dat (256 MiB, once) and mine one slot on it.
     #[arg(long, hide = true)]
     demo: bool,
@@ -185,15 +188,36 @@ fn default_knobs(method: Method) -> (usize, usize) {
     }
 }
 
-// ---- TUNE PROFILE HOOK -------------------------------------------------------------------
-// `pora tune` will write a profile (crates/pora/src/profile.rs, another helper's work) with the
-// measured best method / threads / depth for these files' device. When it exists, look it up
-// here: return Some((method, threads, depth)) to replace `--method auto` and the default knobs.
-// Flags given explicitly on the command line always win over the profile.
-fn tuned_knobs(_paths: &[PathBuf]) -> Option<(Method, usize, usize)> {
-    None
+/// The tune profile's method / threads / depth for these files (`--profile PATH`, or
+/// `<first file>.pora-profile.toml` when present), said on stderr. A profile measured on other
+/// files, another device or file system is not used, and the user is told to re-tune.
+/// Flags given explicitly on the command line always win over the profile.
+fn tuned_knobs(
+    user_files: &[PathBuf],
+    explicit: Option<&Path>,
+) -> anyhow::Result<Option<(Method, usize, usize)>> {
+    match crate::profile::lookup(user_files, explicit)? {
+        crate::profile::Lookup::Absent => Ok(None),
+        crate::profile::Lookup::Stale { path, why } => {
+            eprintln!(
+                "pora mine: not using profile {}: {why}; re-run `pora tune`",
+                path.display()
+            );
+            Ok(None)
+        }
+        crate::profile::Lookup::Use { path, profile: p } => {
+            eprintln!(
+                "pora mine: using profile {} ({}, {} threads, depth {}, tuned {})",
+                path.display(),
+                p.method,
+                p.threads,
+                p.depth,
+                p.created
+            );
+            Ok(Some((p.method, p.threads, p.depth)))
+        }
+    }
 }
-// -------------------------------------------------------------------------------------------
 
 /// Set by Ctrl-C / SIGTERM; a second signal exits at once.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -217,7 +241,8 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
     }
     let shards = open_shards(&args)?;
     let paths = Miner::paths(&shards);
-    let tuned = tuned_knobs(&paths);
+    let user_files: Vec<PathBuf> = args.files.0.iter().flatten().cloned().collect();
+    let tuned = tuned_knobs(&user_files, args.profile.as_deref())?;
     let method = match (args.method, tuned) {
         (Method::Auto, Some((m, _, _))) => m,
         (m, _) => m,

@@ -11,13 +11,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora")).args(args).output().expect("run pora")
+    Command::new(env!("CARGO_BIN_EXE_pora"))
+        .args(args)
+        .output()
+        .expect("run pora")
 }
 
 /// Asserts failure with a clean message containing every `needle`.
 fn fails_with(out: &Output, needles: &[&str]) {
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure, got success; stderr: {err}");
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
     assert!(!err.contains("panicked"), "panicked: {err}");
     for n in needles {
         assert!(err.contains(n), "stderr lacks {n:?}: {err}");
@@ -40,7 +46,12 @@ fn header(start: u64, len: u64) -> Header {
 
 /// Writes `bytes` as a header and makes the file `len` bytes long (sparse).
 fn write_raw(path: &Path, bytes: &[u8], len: u64) {
-    let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(path).unwrap();
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(path)
+        .unwrap();
     f.write_all(bytes).unwrap();
     f.set_len(len).unwrap();
 }
@@ -62,34 +73,83 @@ fn s(p: &Path) -> &str {
 #[test]
 fn vectors_reproduce_through_pora_create_and_pora_hash() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/esnode-sample.json")).unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/esnode-sample.json"),
+    )
+    .unwrap();
     let vectors: Value = serde_json::from_str(&text).unwrap();
     for v in vectors["vectors"].as_array().unwrap().iter().take(3) {
         let shard = v["shard"].as_u64().unwrap();
         let path = dir.path().join(format!("shard{shard}.dat"));
         let out = pora(&[
-            "create", s(&path), "--shard", &shard.to_string(), "--kv-entries-bits", "13",
-            "--miner", v["miner"].as_str().unwrap(), "--encode-type", "3", "--fill", "sparse", "--force", "--quiet",
+            "create",
+            s(&path),
+            "--shard",
+            &shard.to_string(),
+            "--kv-entries-bits",
+            "13",
+            "--miner",
+            v["miner"].as_str().unwrap(),
+            "--encode-type",
+            "3",
+            "--fill",
+            "sparse",
+            "--force",
+            "--quiet",
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut f = OpenOptions::new().write(true).open(&path).unwrap();
-        for (idx, sample) in v["sampleIdxs"].as_array().unwrap().iter().zip(v["encodedSamples"].as_array().unwrap()) {
+        for (idx, sample) in v["sampleIdxs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(v["encodedSamples"].as_array().unwrap())
+        {
             let offset = 4096 + idx.as_u64().unwrap() * 32 - (shard << 30);
             f.seek(SeekFrom::Start(offset)).unwrap();
-            f.write_all(&H256::parse("s", sample.as_str().unwrap()).unwrap().0).unwrap();
+            f.write_all(&H256::parse("s", sample.as_str().unwrap()).unwrap().0)
+                .unwrap();
         }
         drop(f);
         let nonce = v["nonce"].to_string();
         let out = pora(&[
-            "hash", "--file", s(&path), "--randao", v["randao"].as_str().unwrap(), "--nonce", &nonce, "--json",
-            "--difficulty", v["difficulty"].as_str().unwrap(), "--interval", &v["interval"].to_string(),
-            "--minimum-diff", v["minimumDiff"].as_str().unwrap(),
+            "hash",
+            "--file",
+            s(&path),
+            "--randao",
+            v["randao"].as_str().unwrap(),
+            "--nonce",
+            &nonce,
+            "--json",
+            "--difficulty",
+            v["difficulty"].as_str().unwrap(),
+            "--interval",
+            &v["interval"].to_string(),
+            "--minimum-diff",
+            v["minimumDiff"].as_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
-        for key in ["hash0", "hash1", "sampleIdxs", "encodedSamples", "requiredDiff"] {
+        for key in [
+            "hash0",
+            "hash1",
+            "sampleIdxs",
+            "encodedSamples",
+            "requiredDiff",
+        ] {
             let want = &v[key];
-            let want = want.as_str().map(|s| Value::String(s.to_lowercase())).unwrap_or(want.clone());
+            let want = want
+                .as_str()
+                .map(|s| Value::String(s.to_lowercase()))
+                .unwrap_or(want.clone());
             assert_eq!(got[key], want, "{key} for nonce {nonce}");
         }
         assert_eq!(got["valid"], v["hash1MeetsRequiredDiff"]);
@@ -103,16 +163,40 @@ fn vectors_reproduce_through_pora_create_and_pora_hash() {
 fn create_refuses_to_overwrite_and_info_reports_the_shard() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.dat");
-    let args = ["create", s(&path), "--shard", "3", "--kv-entries-bits", "2", "--kv-size-bits", "12", "--seed", "7", "--quiet"];
+    let args = [
+        "create",
+        s(&path),
+        "--shard",
+        "3",
+        "--kv-entries-bits",
+        "2",
+        "--kv-size-bits",
+        "12",
+        "--seed",
+        "7",
+        "--quiet",
+    ];
     assert!(pora(&args).status.success());
     let first = std::fs::read(&path).unwrap();
-    assert_eq!(first.len() as u64, 4096 + 4 * (4096 + 32), "es-node's preallocated size");
+    assert_eq!(
+        first.len() as u64,
+        4096 + 4 * (4096 + 32),
+        "es-node's preallocated size"
+    );
     fails_with(&pora(&args), &[s(&path), "--force"]);
-    assert_eq!(std::fs::read(&path).unwrap(), first, "refused create must not touch the file");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        first,
+        "refused create must not touch the file"
+    );
     let mut forced = args.to_vec();
     forced.push("--force");
     assert!(pora(&forced).status.success());
-    assert_eq!(std::fs::read(&path).unwrap(), first, "same seed, same bytes");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        first,
+        "same seed, same bytes"
+    );
     let out = pora(&["info", s(&path), "--json"]);
     assert!(out.status.success());
     let info: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -138,13 +222,48 @@ fn bad_files_are_named_with_the_field() {
     let full = good.allocated_len().unwrap();
     let cases: Vec<(&str, Vec<u8>, u64, Vec<&str>)> = vec![
         ("magic", set_field(&good, 0, 0x1234), full, vec!["magic"]),
-        ("version", set_field(&good, 8, 2), full, vec!["`version`", "2"]),
-        ("encode", set_field(&good, 32, 9), full, vec!["`encodeType`", "9"]),
-        ("chunkpow", set_field(&good, 48, 3 << 15), full, vec!["`chunkSize`", "power of two"]),
-        ("chunkbig", set_field(&good, 48, 1 << 18), full, vec!["`chunkSize`", "larger than maxKvSize"]),
-        ("overflow", set_field(&good, 24, u64::MAX / 1024), full, vec!["`chunkIdxLen`", "overflows 64 bits"]),
-        ("short", good.encode(), 4096 + (1 << 30) - 1, vec!["needs at least"]),
-        ("tiny", good.encode()[..50].to_vec(), 50, vec!["needs at least"]),
+        (
+            "version",
+            set_field(&good, 8, 2),
+            full,
+            vec!["`version`", "2"],
+        ),
+        (
+            "encode",
+            set_field(&good, 32, 9),
+            full,
+            vec!["`encodeType`", "9"],
+        ),
+        (
+            "chunkpow",
+            set_field(&good, 48, 3 << 15),
+            full,
+            vec!["`chunkSize`", "power of two"],
+        ),
+        (
+            "chunkbig",
+            set_field(&good, 48, 1 << 18),
+            full,
+            vec!["`chunkSize`", "larger than maxKvSize"],
+        ),
+        (
+            "overflow",
+            set_field(&good, 24, u64::MAX / 1024),
+            full,
+            vec!["`chunkIdxLen`", "overflows 64 bits"],
+        ),
+        (
+            "short",
+            good.encode(),
+            4096 + (1 << 30) - 1,
+            vec!["needs at least"],
+        ),
+        (
+            "tiny",
+            good.encode()[..50].to_vec(),
+            50,
+            vec!["needs at least"],
+        ),
     ];
     for (name, bytes, len, needles) in cases {
         let path = dir.path().join(format!("{name}.dat"));
@@ -153,10 +272,24 @@ fn bad_files_are_named_with_the_field() {
         all.push(s(&path));
         fails_with(&pora(&["info", s(&path)]), &all);
         let randao = format!("0x{}", "00".repeat(32));
-        fails_with(&pora(&["hash", "--file", s(&path), "--randao", &randao, "--nonce", "1"]), &all);
+        fails_with(
+            &pora(&[
+                "hash",
+                "--file",
+                s(&path),
+                "--randao",
+                &randao,
+                "--nonce",
+                "1",
+            ]),
+            &all,
+        );
     }
     let missing = dir.path().join("missing.dat");
-    fails_with(&pora(&["info", s(&missing)]), &[s(&missing), "No such file"]);
+    fails_with(
+        &pora(&["info", s(&missing)]),
+        &[s(&missing), "No such file"],
+    );
 }
 
 #[test]
@@ -168,11 +301,34 @@ fn gaps_and_overlaps_between_files_are_named() {
     write_header(&p("over.dat"), &header(4000, 4192));
     write_header(&p("b.dat"), &header(4096, 4096));
     let randao = format!("0x{}", "ab".repeat(32));
-    let hash = |a: &Path, b: &Path| pora(&["hash", "--file", s(a), s(b), "--randao", &randao, "--nonce", "5", "--kv-entries-bits", "13"]);
-    fails_with(&hash(&p("a.dat"), &p("gap.dat")), &["gap", "a.dat", "gap.dat"]);
-    fails_with(&hash(&p("a.dat"), &p("over.dat")), &["overlaps", "a.dat", "over.dat"]);
+    let hash = |a: &Path, b: &Path| {
+        pora(&[
+            "hash",
+            "--file",
+            s(a),
+            s(b),
+            "--randao",
+            &randao,
+            "--nonce",
+            "5",
+            "--kv-entries-bits",
+            "13",
+        ])
+    };
+    fails_with(
+        &hash(&p("a.dat"), &p("gap.dat")),
+        &["gap", "a.dat", "gap.dat"],
+    );
+    fails_with(
+        &hash(&p("a.dat"), &p("over.dat")),
+        &["overlaps", "a.dat", "over.dat"],
+    );
     let ok = hash(&p("b.dat"), &p("a.dat"));
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 }
 
 #[test]
@@ -188,11 +344,40 @@ fn bad_flags_are_named() {
     };
     fails_with(&run(&["--randao", "0x12zz", "--nonce", "1"]), &["--randao"]);
     let bad_randao = format!("0x{}g", "0".repeat(63));
-    fails_with(&run(&["--randao", &bad_randao, "--nonce", "1"]), &["--randao", "non-hex"]);
-    fails_with(&run(&["--randao", &zero, "--nonce", "1", "--miner", "0x1234"]), &["--miner", "40 hex digits"]);
-    fails_with(&run(&["--randao", &zero, "--nonce", "18446744073709551616"]), &["--nonce"]);
+    fails_with(
+        &run(&["--randao", &bad_randao, "--nonce", "1"]),
+        &["--randao", "non-hex"],
+    );
+    fails_with(
+        &run(&["--randao", &zero, "--nonce", "1", "--miner", "0x1234"]),
+        &["--miner", "40 hex digits"],
+    );
+    fails_with(
+        &run(&["--randao", &zero, "--nonce", "18446744073709551616"]),
+        &["--nonce"],
+    );
     fails_with(&run(&["--randao", &zero, "--nonce", "-1"]), &["--nonce"]);
-    fails_with(&run(&["--randao", &zero, "--nonce", "1", "--shard", "4"]), &["--shard 4", "shard 0"]);
-    fails_with(&run(&["--randao", &zero, "--nonce", "1", "--required-diff", "12q"]), &["--required-diff"]);
-    fails_with(&run(&["--randao", &zero, "--nonce", "1", "--difficulty", "5", "--interval", "1", "--cutoff", "0"]), &["--cutoff"]);
+    fails_with(
+        &run(&["--randao", &zero, "--nonce", "1", "--shard", "4"]),
+        &["--shard 4", "shard 0"],
+    );
+    fails_with(
+        &run(&["--randao", &zero, "--nonce", "1", "--required-diff", "12q"]),
+        &["--required-diff"],
+    );
+    fails_with(
+        &run(&[
+            "--randao",
+            &zero,
+            "--nonce",
+            "1",
+            "--difficulty",
+            "5",
+            "--interval",
+            "1",
+            "--cutoff",
+            "0",
+        ]),
+        &["--cutoff"],
+    );
 }

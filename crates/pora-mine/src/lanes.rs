@@ -1,5 +1,5 @@
 //! The two Keccak-256 message shapes of the hot path computed straight on the 25-lane
-//! Keccak-f[1600] state, bit-identical to `pora_core::hash0` / `pora_core::hash_step`.
+//! Keccak-f[1600] block (`pora_core::keccak::keccak256_padded_block`), bit-identical to `pora_core::hash0` / `pora_core::hash_step`.
 //!
 //! Both messages (96 and 64 bytes) fit one 136-byte rate block, so each hash is: load the
 //! message lanes, apply Ethereum's Keccak padding (0x01 after the message, 0x80 in the last rate
@@ -8,7 +8,7 @@
 //! as four little-endian lanes so nothing is converted between steps.
 
 use pora_core::{Address, H256};
-use tiny_keccak::keccakf;
+use pora_core::keccak::keccak256_padded_block;
 
 /// A hash as Keccak state lanes: byte `i` of the hash is byte `i % 8` (little-endian) of lane
 /// `i / 8`.
@@ -37,29 +37,27 @@ impl Hash0Prefix {
     /// `keccak256(pad32(miner) || randao || be256(nonce))`.
     #[inline]
     pub fn hash0(&self, nonce: u64) -> Lanes {
-        let mut state = [0u64; 25];
-        state[..11].copy_from_slice(&self.0);
+        let mut block = [0u64; 17];
+        block[..11].copy_from_slice(&self.0);
         // be256(nonce)'s last 8 bytes, loaded as a little-endian lane.
-        state[11] = u64::from_le_bytes(nonce.to_be_bytes());
-        state[12] = 0x01;
-        state[16] = PAD_LAST;
-        keccakf(&mut state);
-        [state[0], state[1], state[2], state[3]]
+        block[11] = u64::from_le_bytes(nonce.to_be_bytes());
+        block[12] = 0x01;
+        block[16] = PAD_LAST;
+        keccak256_padded_block(&block)
     }
 }
 
 /// `keccak256(hash || sample)`.
 #[inline]
 pub fn hash_step(hash: &Lanes, sample: &[u8; 32]) -> Lanes {
-    let mut state = [0u64; 25];
-    state[..4].copy_from_slice(hash);
-    for (lane, bytes) in state[4..8].iter_mut().zip(sample.chunks_exact(8)) {
+    let mut block = [0u64; 17];
+    block[..4].copy_from_slice(hash);
+    for (lane, bytes) in block[4..8].iter_mut().zip(sample.chunks_exact(8)) {
         *lane = u64::from_le_bytes(bytes.try_into().expect("8-byte chunk"));
     }
-    state[8] = 0x01;
-    state[16] = PAD_LAST;
-    keccakf(&mut state);
-    [state[0], state[1], state[2], state[3]]
+    block[8] = 0x01;
+    block[16] = PAD_LAST;
+    keccak256_padded_block(&block)
 }
 
 /// The low 64 bits of the hash read as a big-endian 256-bit integer (bytes 24..32), which is

@@ -25,7 +25,10 @@ use sha3::{Digest, Keccak256};
 #[inline]
 pub fn keccak256_padded_block(block: &[u64; 17]) -> [u64; 4] {
     let mut state = [0u64; 25];
-    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
     {
         // Absorbing the block into a zero state is exactly "XOR it in, permute once", done by
         // the cryptogams assembly, the fastest permutation measured here.
@@ -35,7 +38,10 @@ pub fn keccak256_padded_block(block: &[u64; 17]) -> [u64; 4] {
         }
         sha3_asm::sha3_absorb(&mut state, &bytes, 136);
     }
-    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
     {
         state[..17].copy_from_slice(block);
         keccak::f1600(&mut state);

@@ -606,6 +606,7 @@ impl Backend for UringBackend {
 #[cfg(test)]
 mod tests {
     /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
+    #[allow(unused_macros)] // some platforms skip nothing
     macro_rules! skip_note {
         ($($arg:tt)*) => {{
             use std::io::Write as _;

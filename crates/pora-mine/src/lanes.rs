@@ -7,8 +7,8 @@
 //! a fifth of the time per nonce (measured in `examples/hot_path.rs`). The chain keeps its hash
 //! as four little-endian lanes so nothing is converted between steps.
 
-use pora_core::{Address, H256};
 use pora_core::keccak::keccak256_padded_block;
+use pora_core::{Address, H256};
 
 /// A hash as Keccak state lanes: byte `i` of the hash is byte `i % 8` (little-endian) of lane
 /// `i / 8`.

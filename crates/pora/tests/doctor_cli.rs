@@ -2,6 +2,7 @@
 //! report the sector size and the file system (on Linux), in text and JSON.
 
 /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
+#[allow(unused_macros)] // some platforms skip nothing
 macro_rules! skip_note {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

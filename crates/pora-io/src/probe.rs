@@ -433,21 +433,31 @@ pub fn io_uring_support() -> Support {
 
 /// How much of `path` is in the page cache (mincore over read-only mappings, 1 GiB at a time).
 pub fn residency(path: &Path) -> Result<Residency, String> {
-    os::residency(path)
+    let file_bytes = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let (resident_pages, total_pages) = crate::device::resident_pages(path).map_err(|e| e.0)?;
+    let cached_bytes = match total_pages {
+        0 => 0,
+        _ => (resident_pages as u128 * file_bytes as u128 / total_pages as u128) as u64,
+    };
+    Ok(Residency {
+        cached_bytes,
+        file_bytes,
+    })
 }
 
 /// Drops `path`'s pages from the page cache (POSIX_FADV_DONTNEED) and returns whether mincore
 /// then shows none resident. `false` (not an error) when eviction cannot be verified, e.g. pages
 /// mapped by another process, or an OS without the call.
 pub fn evict(path: &Path) -> Result<bool, crate::IoError> {
-    os::evict(path)
+    Ok(crate::device::evict(path)?.is_verified())
 }
 
 #[cfg(target_os = "linux")]
 mod os {
     //! The Linux system calls behind the probes.
-    use super::{fs_name, mount_source, Extents, Fact, Residency, Roots, Support};
-    use crate::IoError;
+    use super::{fs_name, mount_source, Extents, Fact, Roots, Support};
     use std::fs::File;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -557,71 +567,6 @@ mod os {
                 detail: format!("O_DIRECT read failed: {e}"),
             },
         }
-    }
-
-    pub(super) fn residency(path: &Path) -> Result<Residency, String> {
-        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file_bytes = file.metadata().map_err(|e| e.to_string())?.len();
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-        const CHUNK: u64 = 1 << 30;
-        let mut vec = vec![0u8; (CHUNK / page) as usize];
-        let mut cached_pages = 0u64;
-        let mut offset = 0u64;
-        while offset < file_bytes {
-            let len = CHUNK.min(file_bytes - offset);
-            // SAFETY: a read-only shared mapping that is never dereferenced, only passed to
-            // mincore; if the file shrinks meanwhile nothing reads the missing pages.
-            let map = unsafe {
-                memmap2::MmapOptions::new()
-                    .offset(offset)
-                    .len(len as usize)
-                    .map(&file)
-            }
-            .map_err(|e| format!("mmap for mincore: {e}"))?;
-            let pages = len.div_ceil(page) as usize;
-            // SAFETY: map covers `len` bytes starting at a page-aligned address (offset is a
-            // multiple of 1 GiB), and vec holds at least one byte per page of it.
-            let rc = unsafe {
-                libc::mincore(
-                    map.as_ptr() as *mut libc::c_void,
-                    len as usize,
-                    vec.as_mut_ptr(),
-                )
-            };
-            if rc != 0 {
-                return Err(format!("mincore: {}", std::io::Error::last_os_error()));
-            }
-            cached_pages += vec[..pages].iter().filter(|b| **b & 1 != 0).count() as u64;
-            offset += len;
-        }
-        Ok(Residency {
-            cached_bytes: (cached_pages * page).min(file_bytes),
-            file_bytes,
-        })
-    }
-
-    pub(super) fn evict(path: &Path) -> Result<bool, IoError> {
-        let file = File::open(path).map_err(|source| IoError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        // SAFETY: posix_fadvise on a valid descriptor with integer arguments.
-        let rc = unsafe {
-            libc::posix_fadvise(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-                0,
-                libc::POSIX_FADV_DONTNEED,
-            )
-        };
-        if rc != 0 {
-            return Err(IoError::Os {
-                what: "posix_fadvise(DONTNEED)",
-                source: std::io::Error::from_raw_os_error(rc),
-            });
-        }
-        Ok(matches!(residency(path), Ok(r) if r.cached_bytes == 0))
     }
 
     // FIEMAP (linux/fiemap.h): the kernel fills up to fm_extent_count extents after the header.
@@ -735,8 +680,7 @@ mod os {
 #[cfg(not(target_os = "linux"))]
 mod os {
     //! Stubs: these probes are Linux's; other systems report "unknown" with the reason.
-    use super::{Extents, Fact, Residency, Roots, Support};
-    use crate::IoError;
+    use super::{Extents, Fact, Roots, Support};
     use std::path::Path;
 
     const WHY: &str = "probe implemented on Linux only";
@@ -764,14 +708,6 @@ mod os {
                 detail: WHY.into(),
             },
         }
-    }
-
-    pub(super) fn residency(_path: &Path) -> Result<Residency, String> {
-        Err(WHY.into())
-    }
-
-    pub(super) fn evict(_path: &Path) -> Result<bool, IoError> {
-        Ok(false)
     }
 }
 

@@ -142,7 +142,8 @@ fn sigint_and_sigterm_stop_tune_within_a_second_and_write_no_profile() {
         assert_eq!(report["interrupted"], true, "{report}");
         assert!(report["profile"].is_null(), "{report}");
         assert!(
-            report["deviceCeilingIops"].as_f64().is_some() || !report["arms"].as_array().unwrap().is_empty(),
+            report["deviceCeilingIops"].as_f64().is_some()
+                || !report["arms"].as_array().unwrap().is_empty(),
             "tune-{name}: no partial figures: {report}"
         );
         assert!(
@@ -181,18 +182,37 @@ fn create_interrupted_mid_write_leaves_a_file_nothing_accepts() {
         let done = child.finish(Duration::from_secs(10));
         assert!(!done.status.success(), "create-{name} claims success");
         let allocated_mib = std::fs::metadata(&path).map_or(0, |m| {
-            std::os::unix::fs::MetadataExt::blocks(&m) * 512 >> 20
+            (std::os::unix::fs::MetadataExt::blocks(&m) * 512) >> 20
         });
         skip_note!("interrupt create-{name}: {allocated_mib} MiB written before the signal");
         let randao = format!("0x{}", "00".repeat(32));
         for args in [
             vec!["info", s(&path)],
-            vec!["hash", "--file", s(&path), "--randao", &randao, "--nonce", "1"],
-            vec!["mine", "--file", s(&path), "--randao", &randao, "--nonces", "0..10"],
+            vec![
+                "hash",
+                "--file",
+                s(&path),
+                "--randao",
+                &randao,
+                "--nonce",
+                "1",
+            ],
+            vec![
+                "mine",
+                "--file",
+                s(&path),
+                "--randao",
+                &randao,
+                "--nonces",
+                "0..10",
+            ],
         ] {
             let out = run(&args);
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(!out.status.success(), "{args:?} accepted a half-written file");
+            assert!(
+                !out.status.success(),
+                "{args:?} accepted a half-written file"
+            );
             assert!(
                 err.contains(s(&path)) && err.contains("never finished"),
                 "{args:?}: {err}"

@@ -25,7 +25,10 @@ fn refused(args: &[&str], flag: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{args:?} accepted");
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-    assert!(err.contains(flag), "{args:?}: message does not name {flag}: {err}");
+    assert!(
+        err.contains(flag),
+        "{args:?}: message does not name {flag}: {err}"
+    );
     assert!(took < REFUSED_WITHIN, "{args:?}: took {took:?} to refuse");
 }
 
@@ -35,11 +38,20 @@ fn absurd_threads_and_depth_are_refused_naming_the_flag() {
     let shard = create(dir.path(), "shard.dat", 4, 7);
     let f = s(&shard);
     let mine = |extra: &[&str]| -> Vec<String> {
-        ["mine", "--file", f, "--random-randao", "--method", "pread", "--nonces", "0..10"]
-            .iter()
-            .chain(extra)
-            .map(|a| a.to_string())
-            .collect()
+        [
+            "mine",
+            "--file",
+            f,
+            "--random-randao",
+            "--method",
+            "pread",
+            "--nonces",
+            "0..10",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|a| a.to_string())
+        .collect()
     };
     let mine_cases: [(&[&str], &str); 7] = [
         (&["--threads", "0"], "--threads"),
@@ -85,6 +97,8 @@ fn absurd_threads_and_depth_are_refused_naming_the_flag() {
 }
 
 /// Runs `pora mine` for `slots` slots and returns the child's peak resident set, KiB.
+// The child is reaped by wait4 (which also returns its rusage), not by Child::wait.
+#[allow(clippy::zombie_processes)]
 fn peak_rss_kib(shard: &std::path::Path, slots: u64) -> u64 {
     let mut cmd = pora();
     cmd.args([

@@ -161,7 +161,10 @@ fn reading_commands_work_on_a_foreign_0444_shard_and_leave_it_unchanged() {
         "--json",
     ]);
     assert!(tuned.contains("\"method\": \"pread\""), "{tuned}");
-    assert!(profile.exists(), "tune wrote its profile to the writable dir");
+    assert!(
+        profile.exists(),
+        "tune wrote its profile to the writable dir"
+    );
 
     let after = fingerprint(&shard);
     assert_eq!(before, after, "the shard's bytes or mtime changed");

@@ -278,6 +278,9 @@ pub fn assert_found_are_valid(line: &Value, intact: &Path, required_diff: &str, 
             Some(hash1.as_str()),
             "nonce {nonce}: reported hash1 differs from the intact file's"
         );
-        assert!(valid, "nonce {nonce} reported but not valid on the intact file");
+        assert!(
+            valid,
+            "nonce {nonce} reported but not valid on the intact file"
+        );
     }
 }

@@ -24,7 +24,7 @@ impl DataFile {
     /// Opens `path` read-only and validates its header and length.
     pub fn open(path: &Path) -> Result<DataFile> {
         let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
-        let file_len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+        let file_len = byte_len(&mut f).map_err(|e| Error::io(path, e))?;
         let mut buf = Vec::with_capacity(HEADER_SIZE as usize);
         (&mut f)
             .take(HEADER_SIZE)
@@ -44,6 +44,21 @@ impl DataFile {
             file_len,
         })
     }
+}
+
+/// The length of a regular file, or of a block device (a shard written to a raw partition or a
+/// device-mapper target), whose metadata reports 0: its end is found by seeking. Leaves the
+/// position at 0.
+fn byte_len(f: &mut File) -> std::io::Result<u64> {
+    let meta = f.metadata()?;
+    #[cfg(unix)]
+    if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
+        use std::io::{Seek, SeekFrom};
+        let len = f.seek(SeekFrom::End(0))?;
+        f.seek(SeekFrom::Start(0))?;
+        return Ok(len);
+    }
+    Ok(meta.len())
 }
 
 /// Where one sample is stored.
@@ -245,6 +260,16 @@ fn infer_geometry(start: u64, end: u64, kv_size: u64, kv_size_bits: u32) -> Resu
 mod tests {
     use super::*;
     use crate::header::Header;
+
+    #[test]
+    fn byte_len_of_a_regular_file_is_its_length() {
+        // Block devices are covered for real (loop device, as root) by
+        // crates/pora/tests/reliability_blockdev.rs.
+        use std::io::Write;
+        let mut tmp = tempfile::tempfile().unwrap();
+        tmp.write_all(&[7u8; 5000]).unwrap();
+        assert_eq!(byte_len(&mut tmp).unwrap(), 5000);
+    }
 
     fn file(name: &str, start: u64, len: u64) -> DataFile {
         let header = Header {

@@ -197,8 +197,9 @@ impl Miner {
         let backends = (0..config.threads)
             .map(|_| factory.worker(config.depth))
             .collect::<Result<Vec<_>, _>>()?;
+        let verifier = verify::Verifier::new(paths.clone())?;
         Ok(Miner {
-            verifier: Mutex::new(verify::Verifier::new(paths.clone())),
+            verifier: Mutex::new(verifier),
             shards,
             factory,
             config,

@@ -5,17 +5,25 @@
 //!
 //! The verifier reads the real bytes even when mining ran on the simulated disk, so injected
 //! faults never reach it.
+//!
+//! Its files are opened when the miner is built, together with the workers' handles, and kept:
+//! if a shard path is later renamed over (a file replaced while mining), the workers keep
+//! reading the file they opened, and the verifier must check against that same file, not
+//! against whatever the path names now.
 
 use crate::plan::ShardPlan;
 use crate::worker::Candidate;
 use crate::MineError;
 use pora_core::{hashimoto, NonceProof, ShardSet, H256};
-use pora_io::{Backend, IoConfig, IoError, Method};
+use pora_io::{Backend, BackendFactory, IoConfig, IoError, Method};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-/// A lazily opened plain reader over every shard's files.
+/// A plain reader over every shard's files: one shared handle per file, opened up front.
 pub struct Verifier {
     paths: Vec<PathBuf>,
+    /// `pread-shared`: the handles live in the factory, so a fresh backend reuses them.
+    factory: Arc<dyn BackendFactory>,
     backend: Option<Box<dyn Backend>>,
 }
 
@@ -28,23 +36,24 @@ pub struct Unconfirmed {
 }
 
 impl Verifier {
-    pub fn new(paths: Vec<PathBuf>) -> Self {
-        Verifier {
+    pub fn new(paths: Vec<PathBuf>) -> Result<Self, MineError> {
+        let factory = pora_io::open(
+            &paths,
+            &IoConfig {
+                method: Method::PreadShared,
+                ..Default::default()
+            },
+        )?;
+        Ok(Verifier {
             paths,
+            factory,
             backend: None,
-        }
+        })
     }
 
     fn backend(&mut self) -> Result<&mut Box<dyn Backend>, MineError> {
         if self.backend.is_none() {
-            let factory = pora_io::open(
-                &self.paths,
-                &IoConfig {
-                    method: Method::Pread,
-                    ..Default::default()
-                },
-            )?;
-            self.backend = Some(factory.worker(1)?);
+            self.backend = Some(self.factory.worker(1)?);
         }
         Ok(self.backend.as_mut().expect("opened above"))
     }

@@ -122,6 +122,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         args.slot > 0.0 && args.nonce_limit > 0,
         "--slot and --nonce-limit must be positive"
     );
+    check_limits(&args)?;
     let shards = open_shards(&args.files, args.kv_entries_bits)?;
     let sharing = args.shards.unwrap_or(shards.len()).max(1);
     let stop = Arc::new(AtomicBool::new(false));
@@ -182,6 +183,28 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         outcome.choice.is_some(),
         "no arm could be measured; see the notes above"
+    );
+    Ok(())
+}
+
+/// Refuses absurd grid limits up front (the miner's own limits), naming the flag, instead of
+/// spending the budget on arms that cannot run.
+fn check_limits(args: &TuneArgs) -> anyhow::Result<()> {
+    use pora_mine::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS};
+    anyhow::ensure!(
+        (1..=MAX_DEPTH).contains(&args.max_depth),
+        "--max-depth {}: must be between 1 and {MAX_DEPTH} reads in flight per thread",
+        args.max_depth
+    );
+    anyhow::ensure!(
+        (1..=MAX_THREADS).contains(&args.max_threads),
+        "--max-threads {}: must be between 1 and {MAX_THREADS}",
+        args.max_threads
+    );
+    anyhow::ensure!(
+        (1..=MAX_RANDOM_CHECKS).contains(&args.random_checks),
+        "--random-checks {}: must be between 1 and {MAX_RANDOM_CHECKS}",
+        args.random_checks
     );
     Ok(())
 }

@@ -110,8 +110,14 @@ fn register(map: &Mmap, _path: &Path) -> Result<Bound, IoError> {
     Ok(Bound::Local(AtomicU64::new(map.len() as u64)))
 }
 
+/// The file's length; for a block device (whose metadata says 0) the position of its end.
 fn current_len(file: &File) -> std::io::Result<u64> {
-    Ok(file.metadata()?.len())
+    let meta = file.metadata()?;
+    if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
+        // The map never uses the file position, so moving it is harmless.
+        return std::io::Seek::seek(&mut &*file, std::io::SeekFrom::End(0));
+    }
+    Ok(meta.len())
 }
 
 pub(crate) fn open(

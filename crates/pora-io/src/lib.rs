@@ -147,3 +147,15 @@ pub fn read_one(backend: &mut dyn Backend, file: u32, offset: u64) -> Result<Sam
     }
     Ok(out.pop().expect("one completion").result?)
 }
+
+/// Lets a command-line program die quietly of SIGPIPE when its reader goes away (`pora info |
+/// head`), as Unix tools do; Rust ignores SIGPIPE by default, which turns every later `println!`
+/// into a panic. No-op elsewhere.
+pub fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default has no preconditions; it runs at
+    // program start, before any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -42,6 +42,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    pora_io::restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Create(a) => create::run(a),

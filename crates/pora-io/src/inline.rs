@@ -25,6 +25,11 @@ impl InlineQueue {
         self.capacity
     }
 
+    /// Reads pushed since the last submit.
+    pub(crate) fn pending(&self) -> &[Read] {
+        &self.pending
+    }
+
     pub(crate) fn in_flight(&self) -> usize {
         self.pending.len() + self.done.len()
     }

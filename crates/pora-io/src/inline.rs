@@ -25,7 +25,8 @@ impl InlineQueue {
         self.capacity
     }
 
-    /// Reads pushed since the last submit.
+    /// Reads pushed since the last submit (the Unix mmap backend prefetches them).
+    #[cfg(unix)]
     pub(crate) fn pending(&self) -> &[Read] {
         &self.pending
     }

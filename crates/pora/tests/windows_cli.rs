@@ -217,12 +217,6 @@ fn pora_hash_names_a_missing_file() {
 }
 
 /// Whether this build's `pora mine` is the real command (it was written on another branch).
-fn mine_is_implemented() -> bool {
-    let help = pora(&["mine", "--help"]);
-    let text = String::from_utf8_lossy(&help.stdout);
-    help.status.success() && text.contains("--method")
-}
-
 /// One JSON report line of `pora mine --json`.
 fn mine_report(stdout: &str, method: &str) -> Value {
     let line = stdout.lines().rfind(|l| l.starts_with('{'));
@@ -250,10 +244,6 @@ fn found(report: &Value) -> Vec<(u64, String)> {
 
 #[test]
 fn pora_mine_finds_the_same_nonces_with_every_windows_method() {
-    if !mine_is_implemented() {
-        skip_note!("SKIP pora mine under Wine: this build's `pora mine` has no --method flag");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("mine.dat");
     let s = shard.to_str().unwrap();
@@ -335,4 +325,29 @@ fn pora_mine_finds_the_same_nonces_with_every_windows_method() {
     ];
     let proof: Value = serde_json::from_str(&ok(&pora(&args), "pora hash")).unwrap();
     assert_eq!(proof["hash1"].as_str().unwrap().to_lowercase(), hash1);
+}
+
+#[test]
+fn pora_doctor_reports_the_volume_and_bitlocker() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = dir.path().join("doctor.dat");
+    let s = shard.to_str().unwrap();
+    ok(
+        &pora(&[
+            "create",
+            s,
+            "--shard",
+            "0",
+            "--kv-entries-bits",
+            "3",
+            "--quiet",
+        ]),
+        "pora create",
+    );
+    let out = ok(&pora(&["doctor", s]), "pora doctor");
+    assert!(
+        out.contains("win-volume") && out.contains("aligns to"),
+        "{out}"
+    );
+    assert!(out.contains("bitlocker"), "{out}");
 }

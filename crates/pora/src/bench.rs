@@ -23,8 +23,7 @@ const MAX_THREADS: usize = 1024;
 const MAX_BLOCK_BYTES: u64 = 64 << 20;
 /// Longest accepted `--duration`: one day.
 const MAX_DURATION_SECS: f64 = 86_400.0;
-/// Exit status after Ctrl-C / SIGTERM, as shells report a SIGINT death.
-const EXIT_INTERRUPTED: i32 = 130;
+use crate::common::EXIT_INTERRUPTED;
 
 /// Set by Ctrl-C / SIGTERM; the running combination stops and prints its partial result.
 static STOP: AtomicBool = AtomicBool::new(false);

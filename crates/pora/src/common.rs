@@ -5,6 +5,10 @@ use anyhow::Context;
 use pora_core::difficulty::{expected_diff, parse_u256, required_diff, DiffParams};
 use pora_core::{Address, H256, U256};
 
+/// Exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it),
+/// after it printed its partial results.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
 /// clap parser for `--randao 0x<32 bytes>`.
 pub fn parse_randao(s: &str) -> Result<H256, String> {
     H256::parse("--randao", s).map_err(|e| e.to_string())

@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Exit status after an interrupt, as shells report SIGINT.
-const EXIT_INTERRUPTED: i32 = 130;
+use crate::common::EXIT_INTERRUPTED;
 
 #[derive(clap::Args)]
 pub struct MineArgs {
@@ -423,7 +422,7 @@ fn warn_below_full_power(slot: u64, s: &ShardSlotReport, report: &SlotReport) {
     );
     let why = match report.bottleneck {
         Bottleneck::Disk => format!(
-            "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): raise --depth, or try another --method"
+            "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): `pora tune` measures whether more reads in flight or another --method help, or the disk is at its ceiling"
         ),
         Bottleneck::Cpu => format!("the CPU was the limit (hashing kept the usable CPUs {busy:.0}% busy): more threads than cores will not help"),
         Bottleneck::None if report.interrupted => "the slot was interrupted".into(),

@@ -178,7 +178,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         report.print(&outcome, written.as_ref());
     }
     if outcome.interrupted {
-        anyhow::bail!("interrupted: partial results above, no profile written");
+        eprintln!("pora tune: interrupted: partial results above, no profile written");
+        std::process::exit(crate::common::EXIT_INTERRUPTED);
     }
     anyhow::ensure!(
         outcome.choice.is_some(),

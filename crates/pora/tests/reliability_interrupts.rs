@@ -137,6 +137,12 @@ fn sigint_and_sigterm_stop_tune_within_a_second_and_write_no_profile() {
             Duration::from_millis(after_ms),
             sig,
         );
+        assert_eq!(
+            done.status.code(),
+            Some(130),
+            "tune-{name}: {}",
+            done.stderr
+        );
         let report: Value = serde_json::from_str(&done.stdout)
             .unwrap_or_else(|e| panic!("tune-{name}: partial JSON expected: {e}: {}", done.stdout));
         assert_eq!(report["interrupted"], true, "{report}");

@@ -16,16 +16,15 @@ pub use mmap::LENGTH_CHECK_READS as MMAP_LENGTH_CHECK_READS;
 pub use sigbus::faults_contained as mmap_faults_contained;
 
 use crate::align::{self, AlignedBuf};
-use crate::inline::InlineQueue;
+use crate::inline::{InlineBackend, InlineReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
-    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
+    Sample, SAMPLE_LEN,
 };
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 pub(crate) use blockdev::open_direct;
 
@@ -294,53 +293,34 @@ impl BackendFactory for PreadFactory {
             Some(u) => Some((u, AlignedBuf::new(align::max_span(u.unit), u.buf_align)?)),
             None => None,
         };
-        Ok(Box::new(PreadBackend {
+        let reader = PreadReader {
             method: self.method,
             files,
-            queue: InlineQueue::new(depth.max(1)),
             block,
-        }))
+        };
+        Ok(Box::new(InlineBackend::new(reader, depth)))
     }
 }
 
-struct PreadBackend {
+struct PreadReader {
     method: Method,
     files: Arc<Vec<File>>,
-    queue: InlineQueue,
     /// The read unit and the worker's buffer, for block reads.
     block: Option<(ReadUnit, AlignedBuf)>,
 }
 
-impl Backend for PreadBackend {
+impl InlineReader for PreadReader {
     fn method(&self) -> Method {
         self.method
     }
-    fn capacity(&self) -> usize {
-        self.queue.capacity()
-    }
-    fn in_flight(&self) -> usize {
-        self.queue.in_flight()
-    }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
-        self.queue.push(read)
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        let files = &self.files;
-        let block = &mut self.block;
-        self.queue.submit_with(|r| {
-            let file = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
-            match block {
-                None => pread_sample(file, r.file, r.offset),
-                Some((u, buf)) => pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf),
-            }
-        })
-    }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
-        Ok(self.queue.reap(out))
+    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+        let file = self
+            .files
+            .get(r.file as usize)
+            .ok_or_else(|| no_such_file(r))?;
+        match &mut self.block {
+            None => pread_sample(file, r.file, r.offset),
+            Some((u, buf)) => pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf),
+        }
     }
 }

@@ -17,17 +17,16 @@
 
 use super::{no_such_file, open_read_only};
 use crate::align::{self, AlignedBuf};
-use crate::inline::InlineQueue;
+use crate::inline::{InlineBackend, InlineReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
-    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
+    Sample, SAMPLE_LEN,
 };
 use memmap2::{Advice, Mmap, MmapOptions};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Reads per worker between two `fstat` checks of every file's length.
 pub const LENGTH_CHECK_READS: u64 = 1024;
@@ -162,24 +161,23 @@ impl BackendFactory for MmapFactory {
             Some(u) => Some(AlignedBuf::new(align::max_span(u), 64)?),
             None => None,
         };
-        Ok(Box::new(MmapBackend {
+        let reader = MmapReader {
             files: self.files.clone(),
-            queue: InlineQueue::new(depth.max(1)),
             unit: self.unit.zip(buf),
             reads_until_check: 0,
-        }))
+        };
+        Ok(Box::new(InlineBackend::new(reader, depth)))
     }
 }
 
-struct MmapBackend {
+struct MmapReader {
     files: Arc<Vec<MappedFile>>,
-    queue: InlineQueue,
     unit: Option<(u32, AlignedBuf)>,
     /// Reads left before the next length check; 0 checks at the next submit.
     reads_until_check: u64,
 }
 
-impl MmapBackend {
+impl MmapReader {
     /// Lowers every file's bound to its current length (one fstat per file).
     fn check_lengths(&mut self) {
         for f in self.files.iter() {
@@ -191,47 +189,30 @@ impl MmapBackend {
     }
 }
 
-impl Backend for MmapBackend {
+impl InlineReader for MmapReader {
     fn method(&self) -> Method {
         Method::Mmap
     }
-    fn capacity(&self) -> usize {
-        self.queue.capacity()
-    }
-    fn in_flight(&self) -> usize {
-        self.queue.in_flight()
-    }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
-        self.queue.push(read)
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
+    fn before_batch(&mut self, batch: &[Read]) {
         if self.reads_until_check == 0 {
             self.check_lengths();
         }
-        let pending = self.queue.in_flight() as u64;
-        self.reads_until_check = self.reads_until_check.saturating_sub(pending);
-        let files = &self.files;
-        for r in self.queue.pending() {
-            if let Some(f) = files.get(r.file as usize) {
+        self.reads_until_check = self.reads_until_check.saturating_sub(batch.len() as u64);
+        for r in batch {
+            if let Some(f) = self.files.get(r.file as usize) {
                 prefetch(f, r.offset);
             }
         }
-        let unit = &mut self.unit;
-        self.queue.submit_with(|r| {
-            let f = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
-            match unit {
-                None => copy_sample(f, r),
-                Some((u, buf)) => copy_block(f, r, *u, buf),
-            }
-        })
     }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
-        Ok(self.queue.reap(out))
+    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+        let f = self
+            .files
+            .get(r.file as usize)
+            .ok_or_else(|| no_such_file(r))?;
+        match &mut self.unit {
+            None => copy_sample(f, r),
+            Some((u, buf)) => copy_block(f, r, *u, buf),
+        }
     }
 }
 

@@ -2,18 +2,17 @@
 //! all workers) and `mmap`. Reads run inside `submit` and complete through [`InlineQueue`], the
 //! same interface the overlapped methods use.
 
-use crate::inline::InlineQueue;
+use crate::inline::{InlineBackend, InlineReader};
 use crate::overlapped_logic::{read_unit, SpanPlan, WIN32_ERROR_INVALID_HANDLE};
 use crate::{
-    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
-    ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
+    Sample, SAMPLE_LEN,
 };
 use memmap2::Mmap;
 use std::fs::File;
 use std::os::windows::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_RANDOM_ACCESS;
 
 /// Opens `path` read-only with extra `CreateFileW` flags. Other processes may keep reading and
@@ -211,52 +210,34 @@ impl BackendFactory for PreadFactory {
             Some(files) => files.clone(),
             None => open_all(&self.paths, FILE_FLAG_RANDOM_ACCESS)?,
         };
-        Ok(Box::new(PreadBackend {
+        let reader = PreadReader {
             method: self.method,
             files,
-            queue: InlineQueue::new(depth.max(1)),
             block: BlockBuf::new(self.plan),
-        }))
+        };
+        Ok(Box::new(InlineBackend::new(reader, depth)))
     }
 }
 
-struct PreadBackend {
+struct PreadReader {
     method: Method,
     files: Arc<Vec<File>>,
-    queue: InlineQueue,
     block: Option<BlockBuf>,
 }
 
-impl Backend for PreadBackend {
+impl InlineReader for PreadReader {
     fn method(&self) -> Method {
         self.method
     }
-    fn capacity(&self) -> usize {
-        self.queue.capacity()
-    }
-    fn in_flight(&self) -> usize {
-        self.queue.in_flight()
-    }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
-        self.queue.push(read)
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        let (files, block) = (&self.files, &mut self.block);
-        self.queue.submit_with(|r| {
-            let file = files.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
-            match block {
-                None => seek_read_sample(file, r.file, r.offset),
-                Some(block) => seek_read_block(file, r, block),
-            }
-        })
-    }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
-        Ok(self.queue.reap(out))
+    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+        let file = self
+            .files
+            .get(r.file as usize)
+            .ok_or_else(|| no_such_file(r))?;
+        match &mut self.block {
+            None => seek_read_sample(file, r.file, r.offset),
+            Some(block) => seek_read_block(file, r, block),
+        }
     }
 }
 
@@ -306,17 +287,16 @@ impl BackendFactory for MmapFactory {
         format!("mmap: one read-only mapping per file shared by all workers, {copies}")
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
-        Ok(Box::new(MmapBackend {
+        let reader = MmapReader {
             maps: self.maps.clone(),
-            queue: InlineQueue::new(depth.max(1)),
             block: BlockBuf::new(self.plan),
-        }))
+        };
+        Ok(Box::new(InlineBackend::new(reader, depth)))
     }
 }
 
-struct MmapBackend {
+struct MmapReader {
     maps: Arc<Vec<Mmap>>,
-    queue: InlineQueue,
     block: Option<BlockBuf>,
 }
 
@@ -357,35 +337,18 @@ fn mapped_sample(map: &[u8], file: u32, offset: u64) -> Result<Sample, ReadError
     Ok(sample)
 }
 
-impl Backend for MmapBackend {
+impl InlineReader for MmapReader {
     fn method(&self) -> Method {
         Method::Mmap
     }
-    fn capacity(&self) -> usize {
-        self.queue.capacity()
-    }
-    fn in_flight(&self) -> usize {
-        self.queue.in_flight()
-    }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
-        self.queue.push(read)
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        let (maps, block) = (&self.maps, &mut self.block);
-        self.queue.submit_with(|r| {
-            let map = maps.get(r.file as usize).ok_or_else(|| no_such_file(r))?;
-            match block {
-                None => mapped_sample(map, r.file, r.offset),
-                Some(block) => mapped_block(map, r, block),
-            }
-        })
-    }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
-        Ok(self.queue.reap(out))
+    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+        let map = self
+            .maps
+            .get(r.file as usize)
+            .ok_or_else(|| no_such_file(r))?;
+        match &mut self.block {
+            None => mapped_sample(map, r.file, r.offset),
+            Some(block) => mapped_block(map, r, block),
+        }
     }
 }

@@ -19,6 +19,7 @@ mod error;
 mod inline;
 mod method;
 mod overlapped_logic;
+mod positional;
 pub mod sim;
 
 #[cfg(unix)]

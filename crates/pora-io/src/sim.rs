@@ -264,43 +264,6 @@ fn eio() -> ReadErrorKind {
     ReadErrorKind::Injected
 }
 
-/// Positional read of one sample from a read-only handle.
-fn read_at(file: &File, file_idx: u32, offset: u64) -> Result<Sample, ReadError> {
-    let mut buf = [0u8; SAMPLE_LEN];
-    let mut got = 0usize;
-    while got < SAMPLE_LEN {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64);
-        #[cfg(windows)]
-        let n =
-            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64);
-        match n {
-            Ok(0) => {
-                let kind = ReadErrorKind::ShortRead {
-                    got: got as u32,
-                    wanted: SAMPLE_LEN as u32,
-                };
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind,
-                });
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let kind = ReadErrorKind::Os(e.raw_os_error().unwrap_or(5));
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind,
-                });
-            }
-        }
-    }
-    Ok(buf)
-}
-
 impl Backend for SimBackend {
     fn method(&self) -> Method {
         Method::Sim
@@ -360,7 +323,7 @@ impl Backend for SimBackend {
             let slot = &mut self.slots[slot_no as usize];
             let read = slot.read.expect("a queued slot holds its read");
             if slot.result.is_none() {
-                slot.result = Some(read_at(
+                slot.result = Some(crate::positional::read_sample(
                     &self.files[read.file as usize],
                     read.file,
                     read.offset,

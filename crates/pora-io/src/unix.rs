@@ -93,30 +93,6 @@ pub(crate) fn no_such_file(read: &Read) -> ReadError {
     }
 }
 
-/// Reads exactly one sample with positional reads, retrying EINTR/EAGAIN.
-pub(crate) fn pread_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sample, ReadError> {
-    let mut buf = [0u8; SAMPLE_LEN];
-    let mut got = 0usize;
-    while got < SAMPLE_LEN {
-        match file.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => {
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind: ReadErrorKind::ShortRead {
-                        got: got as u32,
-                        wanted: SAMPLE_LEN as u32,
-                    },
-                })
-            }
-            Ok(n) => got += n,
-            Err(e) if is_retryable(&e) => {}
-            Err(e) => return Err(os_error(file_idx, offset, &e)),
-        }
-    }
-    Ok(buf)
-}
-
 /// Reads the `unit`-aligned block(s) around the sample at `offset` into `buf` and returns the
 /// sample. `resume_align` is the granularity at which a partial read may be continued (the
 /// logical block for O_DIRECT, 1 for buffered files; a power of two); a read that stops elsewhere, or returns 0,
@@ -319,7 +295,7 @@ impl InlineReader for PreadReader {
             .get(r.file as usize)
             .ok_or_else(|| no_such_file(r))?;
         match &mut self.block {
-            None => pread_sample(file, r.file, r.offset),
+            None => crate::positional::read_sample(file, r.file, r.offset),
             Some((u, buf)) => pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf),
         }
     }

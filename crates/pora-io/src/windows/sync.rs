@@ -113,39 +113,6 @@ fn seek_read_block(file: &File, r: &Read, block: &mut BlockBuf) -> Result<Sample
     sample_in(&buf[..got], span.sample_at, r)
 }
 
-/// Reads one sample with positional reads (`ReadFile` at an offset), retrying interruptions.
-/// End of file arrives from std as `Ok(0)` (`ERROR_HANDLE_EOF`) and becomes a short read.
-fn seek_read_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sample, ReadError> {
-    let mut buf = [0u8; SAMPLE_LEN];
-    let mut got = 0usize;
-    while got < SAMPLE_LEN {
-        match file.seek_read(&mut buf[got..], offset + got as u64) {
-            Ok(0) => {
-                let kind = ReadErrorKind::ShortRead {
-                    got: got as u32,
-                    wanted: SAMPLE_LEN as u32,
-                };
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind,
-                });
-            }
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let kind = ReadErrorKind::Os(e.raw_os_error().unwrap_or(0));
-                return Err(ReadError {
-                    file: file_idx,
-                    offset,
-                    kind,
-                });
-            }
-        }
-    }
-    Ok(buf)
-}
-
 pub(crate) fn open_pread(
     method: Method,
     paths: &[PathBuf],
@@ -235,7 +202,7 @@ impl InlineReader for PreadReader {
             .get(r.file as usize)
             .ok_or_else(|| no_such_file(r))?;
         match &mut self.block {
-            None => seek_read_sample(file, r.file, r.offset),
+            None => crate::positional::read_sample(file, r.file, r.offset),
             Some(block) => seek_read_block(file, r, block),
         }
     }

@@ -79,6 +79,17 @@ impl Method {
         )
     }
 
+    /// Whether reads complete inside `submit`, one at a time per thread (pread, O_DIRECT pread,
+    /// mmap, the shared handle): such methods get their parallelism from threads, or from deep
+    /// batches when reads are memory copies. The asynchronous ones keep many reads in flight
+    /// per thread.
+    pub fn completes_inline(self) -> bool {
+        matches!(
+            self,
+            Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap
+        )
+    }
+
     /// Whether this build and machine can use the method; the reason when not.
     pub fn availability(self) -> Result<(), Unavailable> {
         platform_availability(self)

@@ -168,6 +168,43 @@ pub struct FileFacts {
     pub io_uring_disabled_sysctl: Option<u32>,
 }
 
+/// Who a file is and what it sits on, from cheap calls only (stat, statfs, a few sysfs reads):
+/// what a tune profile is keyed on, checked at every `pora mine` start. The expensive probes
+/// (mincore, FIEMAP, O_DIRECT, io_uring) stay in [`probe_file`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Identity {
+    /// `major:minor` of the file system's device (`st_dev`).
+    pub device_number: Option<String>,
+    /// The device model from sysfs, when it has one.
+    pub model: Option<String>,
+    pub fs_type: Option<String>,
+}
+
+/// What the OS layer finds for [`identify`].
+struct OsIdentity {
+    /// The file system's `st_dev`.
+    stat_dev: Option<(u32, u32)>,
+    /// The block device to look up in sysfs.
+    dev: Option<(u32, u32)>,
+    fs_type: Fact<String>,
+}
+
+/// [`Identity`] of `path`; facts that cannot be read stay `None`.
+pub fn identify(path: &Path, roots: &Roots) -> Identity {
+    let OsIdentity {
+        stat_dev,
+        dev,
+        fs_type,
+    } = os::identity(path, roots);
+    Identity {
+        device_number: stat_dev.map(|(ma, mi)| format!("{ma}:{mi}")),
+        model: dev
+            .and_then(|(ma, mi)| device_facts(roots, ma, mi))
+            .and_then(|d| d.model),
+        fs_type: fs_type.known().cloned(),
+    }
+}
+
 /// Probes everything about `path` (read-only).
 pub fn probe_file(path: &Path, roots: &Roots) -> Result<FileFacts, String> {
     let size_bytes = std::fs::metadata(path)
@@ -457,7 +494,7 @@ pub fn evict(path: &Path) -> Result<bool, crate::IoError> {
 #[cfg(target_os = "linux")]
 mod os {
     //! The Linux system calls behind the probes.
-    use super::{fs_name, mount_source, Extents, Fact, Roots, Support};
+    use super::{fs_name, mount_source, Extents, Fact, OsIdentity, Roots, Support};
     use std::fs::File;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -475,17 +512,33 @@ mod os {
         pub o_direct: Support,
     }
 
-    pub(super) fn file_facts(path: &Path, roots: &Roots) -> OsFacts {
+    /// `st_dev`, the block device behind it (through mountinfo for anonymous devices) and the
+    /// file system type: the cheap part of [`file_facts`].
+    pub(super) fn identity(path: &Path, roots: &Roots) -> OsIdentity {
         let meta = std::fs::metadata(path);
-        let stat_dev = meta
-            .as_ref()
-            .ok()
-            .map(|m| (libc::major(m.dev()), libc::minor(m.dev())));
+        let (stat_dev, dev, _) = device_numbers(meta.as_ref().ok(), roots);
+        OsIdentity {
+            stat_dev,
+            dev,
+            fs_type: fs_type(path).into(),
+        }
+    }
+
+    type DeviceNumbers = (Option<(u32, u32)>, Option<(u32, u32)>, String);
+
+    fn device_numbers(meta: Option<&std::fs::Metadata>, roots: &Roots) -> DeviceNumbers {
+        let stat_dev = meta.map(|m| (libc::major(m.dev()), libc::minor(m.dev())));
         let (dev, dev_why) = match stat_dev {
             Some((0, minor)) => anonymous_device(roots, minor),
             Some(d) => (Some(d), String::new()),
             None => (None, "stat failed".into()),
         };
+        (stat_dev, dev, dev_why)
+    }
+
+    pub(super) fn file_facts(path: &Path, roots: &Roots) -> OsFacts {
+        let meta = std::fs::metadata(path);
+        let (stat_dev, dev, dev_why) = device_numbers(meta.as_ref().ok(), roots);
         OsFacts {
             stat_dev,
             dev,
@@ -680,7 +733,7 @@ mod os {
 #[cfg(not(target_os = "linux"))]
 mod os {
     //! Stubs: these probes are Linux's; other systems report "unknown" with the reason.
-    use super::{Extents, Fact, Roots, Support};
+    use super::{Extents, Fact, OsIdentity, Roots, Support};
     use std::path::Path;
 
     const WHY: &str = "probe implemented on Linux only";
@@ -693,6 +746,14 @@ mod os {
         pub extents: Fact<Extents>,
         pub fs_type: Fact<String>,
         pub o_direct: Support,
+    }
+
+    pub(super) fn identity(_path: &Path, _roots: &Roots) -> OsIdentity {
+        OsIdentity {
+            stat_dev: None,
+            dev: None,
+            fs_type: Fact::unknown(WHY),
+        }
     }
 
     pub(super) fn file_facts(_path: &Path, _roots: &Roots) -> OsFacts {

@@ -12,7 +12,7 @@
 use pora_core::{ShardSet, H256};
 use pora_io::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
 use pora_mine::lanes::{hash_step, Hash0Prefix};
-use pora_mine::{Find, MineConfig, Miner, OnIoError};
+use pora_mine::{Find, MineConfig, Miner, OnIoError, SlotRequest};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -81,21 +81,13 @@ fn mine(
     depth: usize,
     nonces: u64,
 ) -> f64 {
-    let config = MineConfig {
-        threads,
-        depth,
-        random_checks: 2,
-        nonces: 0..nonces,
-        slot: Duration::from_secs(120),
-        find: Find::All,
-        required_diff: None,
-        on_io_error: OnIoError::Stop,
-        miner: None,
-    };
+    let config = MineConfig::new(threads, depth).with_on_io_error(OnIoError::Stop);
     let miner = Miner::new(vec![shard.clone()], factory, config).unwrap();
-    let report = miner
-        .mine_slot(&H256([3; 32]), &AtomicBool::new(false))
-        .unwrap();
+    let request = SlotRequest::new(H256([3; 32]))
+        .with_nonces(0..nonces)
+        .with_slot(Duration::from_secs(120))
+        .with_find(Find::All);
+    let report = miner.mine_slot(&request, &AtomicBool::new(false)).unwrap();
     assert_eq!(report.shards[0].nonces_tried, nonces);
     nonces as f64 / report.elapsed_sec
 }

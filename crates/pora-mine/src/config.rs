@@ -1,7 +1,8 @@
-//! Checks a [`MineConfig`] before anything is allocated, so absurd values are refused with a
-//! message naming the flag instead of exhausting memory, threads or file handles.
+//! Checks a [`MineConfig`] before anything is allocated, and each [`SlotRequest`] before its slot
+//! starts, so absurd values are refused with a message naming the flag instead of exhausting
+//! memory, threads or file handles.
 
-use crate::{MineConfig, MineError};
+use crate::{MineConfig, MineError, SlotRequest};
 
 /// Most worker threads.
 pub const MAX_THREADS: usize = 1024;
@@ -46,20 +47,30 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
             "--random-checks {random_checks}: must be between 1 and {MAX_RANDOM_CHECKS}"
         ));
     }
-    if config.nonces.start >= config.nonces.end {
-        return bad(format!(
-            "--nonces {}..{}: the range is empty",
-            config.nonces.start, config.nonces.end
-        ));
-    }
-    if config.slot.is_zero() {
-        return bad("--slot: must be longer than zero".into());
-    }
     if shard_count == 0 {
         return bad("no shard to mine: pass at least one --file".into());
     }
     if shard_count > u32::MAX as usize {
         return bad(format!("{shard_count} shards: too many"));
+    }
+    if threads * depth < shard_count {
+        return bad(format!(
+            "--threads {threads} x --depth {depth}: fewer reads in flight than the {shard_count} shards; every shard needs at least one"
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses an empty nonce range or a zero-length slot.
+pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
+    if request.nonces.start >= request.nonces.end {
+        return bad(format!(
+            "--nonces {}..{}: the range is empty",
+            request.nonces.start, request.nonces.end
+        ));
+    }
+    if request.slot.is_zero() {
+        return bad("--slot: must be longer than zero".into());
     }
     Ok(())
 }

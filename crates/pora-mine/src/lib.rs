@@ -5,13 +5,17 @@
 //! -> hash -> read sample 2 -> hash -> check) driven by completions; a finished chain takes the
 //! next nonce from a shared atomic counter. The slot deadline is passed to the backend's wait.
 //!
-//! PUBLIC API CONTRACT (fixed so that `pora mine` and `pora tune` can be written against it):
-//! [`MineConfig`], [`Miner::new`], [`Miner::paths`], [`Miner::mine_slot`], [`SlotReport`],
-//! [`ShardSlotReport`], [`Find`], [`OnIoError`], [`Bottleneck`], [`MineError`].
+//! The API: [`MineConfig`] (knobs fixed at build time), [`Miner::new`], [`Miner::mine_slot`]
+//! with a [`SlotRequest`] (what one slot mines), [`SlotReport`] / [`ShardSlotReport`].
+//! [`session`] opens shards by path the way every front end does (profile, `auto`, defaults)
+//! and shapes the JSON records the CLI, the C ABI and the service share.
 
 mod config;
 pub mod lanes;
 mod plan;
+pub mod profile;
+pub mod records;
+pub mod session;
 mod slot;
 mod verify;
 mod worker;
@@ -28,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which valid nonces a shard's slot reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Find {
     /// Stop the shard's slot at its first valid nonce (es-node's behaviour).
@@ -41,7 +45,7 @@ pub enum Find {
 }
 
 /// What a failed sample read does to the slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OnIoError {
     /// Re-issue the read a few times, then drop the nonce (not counted, never valid).
@@ -53,8 +57,15 @@ pub enum OnIoError {
     Stop,
 }
 
-/// Knobs of a mining run.
+/// Knobs fixed when a miner is built: they size the workers, their backends and the chains.
+/// Per-slot inputs (randao, nonce range, deadline, difficulty, `find`) are a [`SlotRequest`].
+///
+/// ```
+/// let config = pora_mine::MineConfig::new(2, 256).with_random_checks(2);
+/// assert_eq!((config.threads, config.depth), (2, 256));
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MineConfig {
     /// Worker threads, each with its own backend.
     pub threads: usize,
@@ -62,16 +73,96 @@ pub struct MineConfig {
     pub depth: usize,
     /// Samples per nonce (2 in production).
     pub random_checks: u32,
+    pub on_io_error: OnIoError,
+    /// Overrides the files' miner address in hash0.
+    pub miner: Option<Address>,
+}
+
+impl MineConfig {
+    /// `threads` workers with `depth` chains each; 2 samples per nonce, retry on read errors,
+    /// the files' miner.
+    pub fn new(threads: usize, depth: usize) -> Self {
+        MineConfig {
+            threads,
+            depth,
+            random_checks: 2,
+            on_io_error: OnIoError::Retry,
+            miner: None,
+        }
+    }
+
+    pub fn with_random_checks(mut self, random_checks: u32) -> Self {
+        self.random_checks = random_checks;
+        self
+    }
+
+    pub fn with_on_io_error(mut self, on_io_error: OnIoError) -> Self {
+        self.on_io_error = on_io_error;
+        self
+    }
+
+    pub fn with_miner(mut self, miner: Option<Address>) -> Self {
+        self.miner = miner;
+        self
+    }
+}
+
+/// es-node's nonces per shard and slot.
+pub const NONCES_PER_SLOT: u64 = 1 << 20;
+/// es-node's slot length.
+pub const SLOT: Duration = Duration::from_secs(12);
+
+/// What one slot mines: the same for every shard of the miner.
+///
+/// ```
+/// use pora_mine::{Find, SlotRequest};
+/// let request = SlotRequest::new(pora_core::H256([7; 32])).with_find(Find::All);
+/// assert_eq!(request.nonces, 0..1 << 20);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SlotRequest {
+    pub randao: H256,
     /// Nonces of each shard's slot (`0..1_048_576` in production).
     pub nonces: Range<u64>,
-    /// Slot length; no read is issued after it.
+    /// Slot length from the call; no read is issued after it.
     pub slot: Duration,
     pub find: Find,
     /// `None`: no nonce is valid (throughput runs such as tune and bench).
     pub required_diff: Option<U256>,
-    pub on_io_error: OnIoError,
-    /// Overrides the files' miner address in hash0.
-    pub miner: Option<Address>,
+}
+
+impl SlotRequest {
+    /// es-node's slot: nonces `0..2^20`, 12 s, stop at the first valid nonce, no difficulty.
+    pub fn new(randao: H256) -> Self {
+        SlotRequest {
+            randao,
+            nonces: 0..NONCES_PER_SLOT,
+            slot: SLOT,
+            find: Find::First,
+            required_diff: None,
+        }
+    }
+
+    pub fn with_nonces(mut self, nonces: Range<u64>) -> Self {
+        self.nonces = nonces;
+        self
+    }
+
+    pub fn with_slot(mut self, slot: Duration) -> Self {
+        self.slot = slot;
+        self
+    }
+
+    pub fn with_find(mut self, find: Find) -> Self {
+        self.find = find;
+        self
+    }
+
+    pub fn with_required_diff(mut self, required_diff: Option<U256>) -> Self {
+        self.required_diff = required_diff;
+        self
+    }
 }
 
 /// Which resource ended a slot below 100% power.
@@ -101,6 +192,10 @@ pub struct ShardSlotReport {
     pub samples_per_sec: f64,
     /// Nonces dropped because a sample read failed.
     pub io_errors: u64,
+    /// Candidates whose samples changed between the mining read and the verification read (a
+    /// blob written into a live shard): reported only when still valid with the bytes now on
+    /// disk, never as an error.
+    pub changed_during_slot: u64,
     /// Valid nonces, each re-verified by the single-nonce path.
     pub found: Vec<NonceProof>,
 }
@@ -138,13 +233,29 @@ pub enum MineError {
         offset: u64,
         why: String,
     },
-    #[error("nonce {nonce} of shard {shard}: the scheduler's hash1 {scheduler} differs from the single-nonce path's {plain}; not reported")]
-    VerifyMismatch {
-        shard: u64,
-        nonce: u64,
-        scheduler: H256,
-        plain: H256,
+    #[error("--file group {group} (shard files): {source}")]
+    Shard {
+        group: usize,
+        source: pora_core::Error,
     },
+    #[error("--file groups {first} and {second} both hold shard {shard}: mine each shard once")]
+    DuplicateShard {
+        first: usize,
+        second: usize,
+        shard: u64,
+    },
+    #[error("no shard {0} is open here")]
+    UnknownShard(u64),
+    #[error("opening the shard files with --method {method}: {source}")]
+    Open {
+        method: pora_io::Method,
+        source: pora_io::IoError,
+    },
+    #[error(transparent)]
+    Profile(#[from] profile::ProfileError),
+    /// Another slot is running on this miner: one slot at a time per miner.
+    #[error("a slot is already running on this miner; wait for it or cancel it")]
+    Busy,
 }
 
 /// A configured miner over a set of shards and one opened backend factory.
@@ -220,9 +331,40 @@ impl Miner {
         self.factory.describe()
     }
 
-    /// Mines one slot for every shard with `randao`, until all nonces are tried, the slot time
-    /// passes or `stop` is set.
-    pub fn mine_slot(&self, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
-        slot::mine_slot(self, randao, stop)
+    /// One nonce of shard `shard_idx` through the plain single-nonce path (the files opened with
+    /// the miner, one read at a time): what `pora hash` prints and a proof needs.
+    pub fn hash(&self, shard_idx: u64, randao: &H256, nonce: u64) -> Result<NonceProof, MineError> {
+        let s = self
+            .plans
+            .iter()
+            .position(|p| p.shard_idx == shard_idx)
+            .ok_or(MineError::UnknownShard(shard_idx))?;
+        let mut verifier = self
+            .verifier
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
+        match verifier.proof(shard, plan, base, self.config.random_checks, randao, nonce)? {
+            Ok(proof) => Ok(proof),
+            Err(verify::Unconfirmed { path, offset, why }) => {
+                Err(MineError::Read { path, offset, why })
+            }
+        }
+    }
+
+    /// The shards this miner mines, in report order.
+    pub fn shards(&self) -> &[ShardSet] {
+        &self.shards
+    }
+
+    /// Mines one slot for every shard, until all nonces are tried, the slot time passes or
+    /// `stop` is set. A second call while one runs returns [`MineError::Busy`] at once.
+    pub fn mine_slot(
+        &self,
+        request: &SlotRequest,
+        stop: &AtomicBool,
+    ) -> Result<SlotReport, MineError> {
+        config::validate_request(request)?;
+        slot::mine_slot(self, request, stop)
     }
 }

@@ -1,14 +1,21 @@
 //! One slot: drain what the previous slot abandoned, start the clock, run one scoped thread per
 //! worker backend, sum their counts, re-verify the nonces to report and build the report.
+//!
+//! Live shards: es-node writes new blobs into the shards it mines. A candidate whose samples
+//! changed between the mining read and the verification read is expected, not an error: the
+//! verification recomputes the nonce from the bytes on disk now (the bytes a proof will use),
+//! reports it only if it is still valid, and counts it in `changedDuringSlot`.
 
 use crate::lanes::Hash0Prefix;
 use crate::verify::Unconfirmed;
 use crate::worker::{self, Candidate, End, ShardTally, SlotShared, WorkerOutcome};
-use crate::{Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport};
-use pora_core::H256;
+use crate::{
+    Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
+};
+use pora_core::difficulty::meets;
 use pora_io::{Backend, Completion};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::PoisonError;
+use std::sync::{PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Longest wait for reads a previous slot left in flight before the backend is replaced.
@@ -18,17 +25,23 @@ const MAX_CLAIM_BLOCK: u64 = 64;
 /// Read-error messages kept in a report.
 const MAX_REPORTED_MESSAGES: usize = 16;
 
-pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<SlotReport, MineError> {
+pub fn mine_slot(
+    miner: &Miner,
+    request: &SlotRequest,
+    stop: &AtomicBool,
+) -> Result<SlotReport, MineError> {
     let config = &miner.config;
-    let mut backends = miner
-        .backends
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let randao = &request.randao;
+    let mut backends = match miner.backends.try_lock() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
+    };
     for backend in backends.iter_mut() {
         drain_stale(miner, backend)?;
     }
     let shards = miner.plans.len();
-    let nonce_count = config.nonces.end - config.nonces.start;
+    let nonce_count = request.nonces.end - request.nonces.start;
     let chains = (config.threads * config.depth) as u64;
     let start = Instant::now();
     let shared = SlotShared {
@@ -39,16 +52,16 @@ pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<Slot
             .map(|p| p.prefix(randao))
             .collect::<Vec<Hash0Prefix>>(),
         paths: &miner.paths,
-        nonces: config.nonces.clone(),
+        nonces: request.nonces.clone(),
         claimed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
         found_first: (0..shards).map(|_| AtomicBool::new(false)).collect(),
         // Small ranges get small blocks so every chain has work; large ones amortise the claim.
         claim_block: (nonce_count / (chains * 4)).clamp(1, MAX_CLAIM_BLOCK),
         random_checks: config.random_checks as u8,
-        required: config.required_diff.map(|r| r.to_be_bytes::<32>()),
-        find: config.find,
+        required: request.required_diff.map(|r| r.to_be_bytes::<32>()),
+        find: request.find,
         on_io_error: config.on_io_error,
-        deadline: start + config.slot,
+        deadline: start + request.slot,
         stop,
         abort: AtomicBool::new(false),
     };
@@ -56,7 +69,10 @@ pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<Slot
         let shared = &shared;
         let handles: Vec<_> = backends
             .iter_mut()
-            .map(|backend| scope.spawn(move || worker::run(backend.as_mut(), shared, config.depth)))
+            .enumerate()
+            .map(|(index, backend)| {
+                scope.spawn(move || worker::run(backend.as_mut(), shared, config.depth, index))
+            })
             .collect();
         handles
             .into_iter()
@@ -71,12 +87,12 @@ pub fn mine_slot(miner: &Miner, randao: &H256, stop: &AtomicBool) -> Result<Slot
     let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut report = summarize(
         miner,
-        randao,
+        request,
         &outcomes,
         ended - start,
         ended.saturating_duration_since(shared.deadline),
     );
-    attach_found(miner, randao, &outcomes, &mut report)?;
+    attach_found(miner, request, &outcomes, &mut report)?;
     Ok(report)
 }
 
@@ -101,13 +117,12 @@ fn drain_stale(miner: &Miner, backend: &mut Box<dyn Backend>) -> Result<(), Mine
 
 fn summarize(
     miner: &Miner,
-    randao: &H256,
+    request: &SlotRequest,
     outcomes: &[WorkerOutcome],
     elapsed: Duration,
     past_deadline: Duration,
 ) -> SlotReport {
-    let config = &miner.config;
-    let nonce_limit = config.nonces.end - config.nonces.start;
+    let nonce_limit = request.nonces.end - request.nonces.start;
     let elapsed_sec = elapsed.as_secs_f64();
     let shards = miner
         .plans
@@ -123,7 +138,7 @@ fn summarize(
                 });
             ShardSlotReport {
                 shard: plan.shard_idx,
-                randao: *randao,
+                randao: request.randao,
                 nonce_limit,
                 nonces_tried: total.tried,
                 mining_power: (total.tried as f64 / nonce_limit as f64).min(1.0),
@@ -135,6 +150,7 @@ fn summarize(
                     0.0
                 },
                 io_errors: total.io_errors,
+                changed_during_slot: 0,
                 found: Vec::new(),
             }
         })
@@ -199,10 +215,10 @@ fn io_wait_fraction(outcomes: &[WorkerOutcome]) -> f64 {
 }
 
 /// Re-verifies the candidates each shard reports (all, the best, or the lowest-nonce one for
-/// `--find first`) and attaches their proofs.
+/// `--find first`) from the bytes on disk now and attaches their proofs.
 fn attach_found(
     miner: &Miner,
-    randao: &H256,
+    request: &SlotRequest,
     outcomes: &[WorkerOutcome],
     report: &mut SlotReport,
 ) -> Result<(), MineError> {
@@ -217,14 +233,26 @@ fn attach_found(
             .flat_map(|o| o.candidates.iter().copied())
             .filter(|c| c.shard == s)
             .collect();
-        match config.find {
+        match request.find {
             Find::Best => candidates.sort_by_key(|c| c.hash1),
             Find::First | Find::All => candidates.sort_by_key(|c| c.nonce),
         }
         for candidate in &candidates {
             let (shard, plan, base) = (&miner.shards[s], &miner.plans[s], miner.file_bases[s]);
-            match verifier.confirm(shard, plan, base, config.random_checks, randao, candidate)? {
-                Ok(proof) => shard_report.found.push(proof),
+            let checks = config.random_checks;
+            match verifier.confirm(shard, plan, base, checks, &request.randao, candidate)? {
+                Ok(proof) if proof.hash1.0 == candidate.hash1 => shard_report.found.push(proof),
+                Ok(proof) => {
+                    // The samples changed under the slot (a live shard): the bytes on disk now
+                    // decide, as they will for the proof.
+                    shard_report.changed_during_slot += 1;
+                    let still_valid = request
+                        .required_diff
+                        .is_some_and(|r| meets(&proof.hash1.0, &r));
+                    if still_valid {
+                        shard_report.found.push(proof);
+                    }
+                }
                 Err(Unconfirmed { path, offset, why }) if config.on_io_error == OnIoError::Stop => {
                     return Err(MineError::Read { path, offset, why });
                 }
@@ -237,7 +265,7 @@ fn attach_found(
                     }
                 }
             }
-            if config.find != Find::All && !shard_report.found.is_empty() {
+            if request.find != Find::All && !shard_report.found.is_empty() {
                 break;
             }
         }

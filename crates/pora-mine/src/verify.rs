@@ -1,7 +1,9 @@
 //! Re-verification: every nonce the scheduler wants to report is recomputed once by the plain
 //! single-nonce path (`pora_core::hashimoto`, one synchronous read at a time through a separate
 //! buffered `pread` backend over the same files) before it is reported. It costs
-//! `random_checks` reads per reported nonce and guards against any scheduling bug.
+//! `random_checks` reads per reported nonce and guards against any scheduling bug: what is
+//! reported is always the single-nonce path's proof from the bytes on disk now. When that
+//! differs from the scheduler's hash1 the caller decides (a live shard changed under the slot).
 //!
 //! The verifier reads the real bytes even when mining ran on the simulated disk, so injected
 //! faults never reach it.
@@ -58,7 +60,7 @@ impl Verifier {
         Ok(self.backend.as_mut().expect("opened above"))
     }
 
-    /// Recomputes `candidate` and checks it against the scheduler's hash1.
+    /// Recomputes `candidate` from the bytes on disk now.
     pub fn confirm(
         &mut self,
         shard: &ShardSet,
@@ -68,6 +70,26 @@ impl Verifier {
         randao: &H256,
         candidate: &Candidate,
     ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
+        self.proof(
+            shard,
+            plan,
+            file_base,
+            random_checks,
+            randao,
+            candidate.nonce,
+        )
+    }
+
+    /// Computes `nonce` of `shard` from the bytes on disk now.
+    pub fn proof(
+        &mut self,
+        shard: &ShardSet,
+        plan: &ShardPlan,
+        file_base: u32,
+        random_checks: u32,
+        randao: &H256,
+        nonce: u64,
+    ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
         let backend = self.backend()?;
         let mut failed_at = None;
         let proof = hashimoto(
@@ -75,7 +97,7 @@ impl Verifier {
             random_checks,
             &plan.miner,
             randao,
-            candidate.nonce,
+            nonce,
             |sample_idx| {
                 let loc = shard
                     .locate(sample_idx)
@@ -92,21 +114,10 @@ impl Verifier {
                 self.backend = None;
                 let (file, offset) = failed_at.unwrap_or_default();
                 let path = self.paths.get(file as usize).cloned().unwrap_or_default();
-                let why = format!(
-                    "verifying nonce {} of shard {}: {e}",
-                    candidate.nonce, plan.shard_idx
-                );
+                let why = format!("verifying nonce {nonce} of shard {}: {e}", plan.shard_idx);
                 return Ok(Err(Unconfirmed { path, offset, why }));
             }
         };
-        if proof.hash1.0 != candidate.hash1 {
-            return Err(MineError::VerifyMismatch {
-                shard: plan.shard_idx,
-                nonce: candidate.nonce,
-                scheduler: H256(candidate.hash1),
-                plain: proof.hash1,
-            });
-        }
         Ok(Ok(proof))
     }
 }

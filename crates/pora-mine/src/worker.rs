@@ -7,8 +7,12 @@
 //! back (its index depends on it).
 //!
 //! Work: each shard has one atomic counter of claimed nonce offsets; a worker claims blocks of
-//! `claim_block` nonces from it and hands them to its chains, cycling over the shards one nonce at
-//! a time (round-robin), so several shards advance together in one slot.
+//! `claim_block` nonces from it and hands them to its chains. Every chain has a home shard (the
+//! chains of all workers are dealt round-robin over the shards), and takes nonces from it until
+//! it has none left; only then does it help another shard. So each shard keeps its own share of
+//! reads in flight whatever the other shards' devices do: a slow disk holds only its own
+//! chains, and a fast shard's rate depends on its own device and the CPU (issue 13: with shared
+//! chains, the slow shard absorbed them and set every shard's pace).
 //!
 //! The loop per batch: submit everything pushed, reap at least one completion (waiting at most
 //! until the deadline), process every completion (pushing the follow-up reads), repeat. Per batch
@@ -104,6 +108,8 @@ struct Chain {
     offset: u64,
     file: u32,
     shard: u32,
+    /// The shard this chain serves first (fixed for the slot).
+    home: u32,
     step: u8,
     retries: u8,
     active: bool,
@@ -123,7 +129,6 @@ struct Worker<'s, 'a> {
     shared: &'s SlotShared<'a>,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
-    next_shard: usize,
     active: usize,
     tallies: Vec<ShardTally>,
     candidates: Vec<Candidate>,
@@ -131,14 +136,15 @@ struct Worker<'s, 'a> {
     messages: Vec<String>,
 }
 
-/// Runs one worker over `backend` until the work is done, the deadline passes, `stop` is set or
-/// another worker fails.
+/// Runs worker number `index` over `backend` until the work is done, the deadline passes, `stop`
+/// is set or another worker fails.
 pub fn run(
     backend: &mut dyn Backend,
     shared: &SlotShared<'_>,
     depth: usize,
+    index: usize,
 ) -> Result<WorkerOutcome, MineError> {
-    let mut worker = Worker::new(shared, depth);
+    let mut worker = Worker::new(shared, depth, index);
     let result = worker.mine(backend);
     if result.is_err() {
         shared.abort.store(true, Ordering::Relaxed);
@@ -148,13 +154,18 @@ pub fn run(
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
-    fn new(shared: &'s SlotShared<'a>, depth: usize) -> Self {
+    fn new(shared: &'s SlotShared<'a>, depth: usize, index: usize) -> Self {
         let shards = shared.plans.len();
+        let chains = (0..depth)
+            .map(|c| Chain {
+                home: ((index * depth + c) % shards) as u32,
+                ..Chain::default()
+            })
+            .collect();
         Worker {
             shared,
-            chains: vec![Chain::default(); depth],
+            chains,
             work: vec![LocalWork::default(); shards],
-            next_shard: 0,
             active: 0,
             tallies: vec![ShardTally::default(); shards],
             candidates: Vec::new(),
@@ -347,7 +358,7 @@ impl<'s, 'a> Worker<'s, 'a> {
     /// left.
     #[inline]
     fn start_next(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
-        let Some((shard, nonce)) = self.take_work() else {
+        let Some((shard, nonce)) = self.take_work(self.chains[idx].home as usize) else {
             let chain = &mut self.chains[idx];
             if chain.active {
                 chain.active = false;
@@ -383,19 +394,21 @@ impl<'s, 'a> Worker<'s, 'a> {
             .map_err(|_| queue_full())
     }
 
-    /// The next (shard, nonce), cycling over shards with work left.
+    /// The next (shard, nonce): from `home` while it has work, else from the next shard that
+    /// has.
     #[inline]
-    fn take_work(&mut self) -> Option<(usize, u64)> {
+    fn take_work(&mut self, home: usize) -> Option<(usize, u64)> {
         let shards = self.work.len();
+        let mut shard = home;
         for _ in 0..shards {
-            let shard = self.next_shard;
-            self.next_shard = if shard + 1 == shards { 0 } else { shard + 1 };
-            let work = &mut self.work[shard];
+            let this = shard;
+            shard = if shard + 1 == shards { 0 } else { shard + 1 };
+            let work = &mut self.work[this];
             if work.exhausted || work.found {
                 continue;
             }
             if work.next == work.end {
-                match claim(self.shared, shard) {
+                match claim(self.shared, this) {
                     Some(block) => (work.next, work.end) = (block.start, block.end),
                     None => {
                         work.exhausted = true;
@@ -405,7 +418,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
             let offset = work.next;
             work.next += 1;
-            return Some((shard, self.shared.nonces.start + offset));
+            return Some((this, self.shared.nonces.start + offset));
         }
         None
     }

@@ -7,18 +7,21 @@ use pora_io::SimConfig;
 use pora_mine::{MineError, Miner};
 use std::time::Duration;
 
-type Mutation = Box<dyn FnOnce(&mut pora_mine::MineConfig)>;
+type Mutation = Box<dyn FnOnce(&mut TestConfig)>;
 
 fn refused(mutate: Mutation) -> String {
     let dir = tempfile::tempdir().unwrap();
     let paths = vec![write_shard(dir.path(), 0, 4, 1)];
     let mut cfg = config(1, 1, 0..100);
     mutate(&mut cfg);
-    match Miner::new(
+    // Knobs are refused when the miner is built, a slot's nonces and length when it starts.
+    let built = Miner::new(
         vec![open_shard(&paths[0])],
         sim_factory(&paths, SimConfig::default()),
-        cfg,
-    ) {
+        cfg.mine(),
+    );
+    let mined = built.and_then(|m| m.mine_slot(&cfg.request(randao(1)), &Default::default()));
+    match mined {
         Err(MineError::Config(msg)) => msg,
         Err(e) => panic!("expected a configuration error, got {e}"),
         Ok(_) => panic!("configuration accepted"),
@@ -57,7 +60,7 @@ fn no_shard_is_refused() {
     let err = Miner::new(
         Vec::new(),
         sim_factory(&paths, SimConfig::default()),
-        config(1, 1, 0..10),
+        config(1, 1, 0..10).mine(),
     )
     .err()
     .unwrap();

@@ -13,7 +13,7 @@ use pora_mine::{Bottleneck, Miner};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-fn slow_miner(slot: Duration, seed: u64) -> (tempfile::TempDir, Miner) {
+fn slow_miner(slot: Duration, seed: u64) -> (tempfile::TempDir, Miner, TestConfig) {
     let dir = tempfile::tempdir().unwrap();
     let paths = vec![write_shard(dir.path(), 0, 8, seed)];
     let sim = SimConfig {
@@ -23,18 +23,23 @@ fn slow_miner(slot: Duration, seed: u64) -> (tempfile::TempDir, Miner) {
     };
     let mut cfg = config(2, 1024, 0..u64::MAX);
     cfg.slot = slot;
-    let miner = Miner::new(vec![open_shard(&paths[0])], sim_factory(&paths, sim), cfg).unwrap();
-    (dir, miner)
+    let miner = Miner::new(
+        vec![open_shard(&paths[0])],
+        sim_factory(&paths, sim),
+        cfg.mine(),
+    )
+    .unwrap();
+    (dir, miner, cfg)
 }
 
 #[test]
 fn slot_ends_soon_after_its_deadline_at_depth_1024() {
     let slot = Duration::from_millis(300);
-    let (_dir, miner) = slow_miner(slot, 1);
+    let (_dir, miner, cfg) = slow_miner(slot, 1);
     for randao_seed in 0..3 {
         let started = Instant::now();
         let report = miner
-            .mine_slot(&randao(randao_seed), &AtomicBool::new(false))
+            .mine_slot(&cfg.request(randao(randao_seed)), &AtomicBool::new(false))
             .unwrap();
         let took = started.elapsed();
         // Generous bounds for a shared machine; the measured figures are in docs/mining.md.
@@ -69,11 +74,11 @@ fn slot_ends_soon_after_its_deadline_at_depth_1024() {
 #[ignore = "measurement: prints the overshoot distribution over 100 slots"]
 fn overshoot_distribution_over_100_slots() {
     let slot = Duration::from_millis(100);
-    let (_dir, miner) = slow_miner(slot, 2);
+    let (_dir, miner, cfg) = slow_miner(slot, 2);
     let mut overshoot_ms: Vec<f64> = (0..100u8)
         .map(|i| {
             miner
-                .mine_slot(&randao(i), &AtomicBool::new(false))
+                .mine_slot(&cfg.request(randao(i)), &AtomicBool::new(false))
                 .unwrap()
                 .deadline_overshoot_sec
                 * 1e3

@@ -67,9 +67,9 @@ fn mine(
     let miner = Miner::new(
         vec![open_shard(&fx.paths[0])],
         sim_factory(&fx.paths, sim),
-        cfg,
+        cfg.mine(),
     )?;
-    miner.mine_slot(&randao(3), &AtomicBool::new(false))
+    miner.mine_slot(&cfg.request(randao(3)), &AtomicBool::new(false))
 }
 
 fn assert_dropped_exactly_the_touched(fx: &Fixture, report: &SlotReport) {

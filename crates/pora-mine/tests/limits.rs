@@ -64,9 +64,9 @@ fn one_tib_sparse_shard_past_2_pow_40() {
     .unwrap();
     let mut cfg = config(2, 8, 0..2000);
     cfg.required_diff = Some(required);
-    let report = Miner::new(vec![shard.clone()], factory, cfg)
+    let report = Miner::new(vec![shard.clone()], factory, cfg.mine())
         .unwrap()
-        .mine_slot(&randao(8), &AtomicBool::new(false))
+        .mine_slot(&cfg.request(randao(8)), &AtomicBool::new(false))
         .unwrap();
     let got: Vec<_> = report.shards[0]
         .found
@@ -99,16 +99,20 @@ fn memory_is_flat_over_1000_slots() {
     let miner = Miner::new(
         vec![open_shard(&paths[0])],
         sim_factory(&paths, SimConfig::default()),
-        cfg,
+        cfg.mine(),
     )
     .unwrap();
     let stop = AtomicBool::new(false);
     for i in 0..50u32 {
-        miner.mine_slot(&randao(i as u8), &stop).unwrap();
+        miner
+            .mine_slot(&cfg.request(randao(i as u8)), &stop)
+            .unwrap();
     }
     let before = resident_kib();
     for i in 0..1000u32 {
-        let report = miner.mine_slot(&randao(i as u8), &stop).unwrap();
+        let report = miner
+            .mine_slot(&cfg.request(randao(i as u8)), &stop)
+            .unwrap();
         assert_eq!(report.shards[0].nonces_tried, 300);
     }
     let after = resident_kib();

@@ -76,9 +76,9 @@ fn every_available_method_finds_the_sequential_scans_nonces() {
         let mut cfg = config(2, depth, 0..5000);
         cfg.required_diff = Some(required);
         cfg.find = Find::All;
-        let miner = Miner::new(shards.clone(), factory, cfg).unwrap();
+        let miner = Miner::new(shards.clone(), factory, cfg.mine()).unwrap();
         let report = miner
-            .mine_slot(&randao(7), &AtomicBool::new(false))
+            .mine_slot(&cfg.request(randao(7)), &AtomicBool::new(false))
             .unwrap();
         for (got, want) in report.shards.iter().zip(&wants) {
             assert!(want.len() > 30);

@@ -35,9 +35,9 @@ fn every_nonce_completes_exactly_once_within_depth_and_in_dependency_order() {
         let mut cfg = config(3, depth, 1000..3000);
         // Every nonce is "valid", so the found list names each completed nonce.
         cfg.required_diff = Some(U256::MAX);
-        let miner = Miner::new(shards.clone(), checked.clone(), cfg).unwrap();
+        let miner = Miner::new(shards.clone(), checked.clone(), cfg.mine()).unwrap();
         let report = miner
-            .mine_slot(&randao(9), &AtomicBool::new(false))
+            .mine_slot(&cfg.request(randao(9)), &AtomicBool::new(false))
             .unwrap();
         let shard = &report.shards[0];
         let nonces: Vec<u64> = shard.found.iter().map(|p| p.nonce).collect();
@@ -83,10 +83,14 @@ fn valid_nonces_equal_a_naive_sequential_miner_over_several_shards() {
         let stats = SimStats::default();
         let mut cfg = config(2, 48, 0..4000);
         cfg.required_diff = Some(required);
-        let miner =
-            Miner::new(shards.clone(), sim_factory(&paths, sim(seed, &stats)), cfg).unwrap();
+        let miner = Miner::new(
+            shards.clone(),
+            sim_factory(&paths, sim(seed, &stats)),
+            cfg.mine(),
+        )
+        .unwrap();
         let report = miner
-            .mine_slot(&randao(seed as u8), &AtomicBool::new(false))
+            .mine_slot(&cfg.request(randao(seed as u8)), &AtomicBool::new(false))
             .unwrap();
         for (shard, got) in shards.iter().zip(&report.shards) {
             let want = naive_scan(shard, &randao(seed as u8), 0..4000, 2, &required);
@@ -127,11 +131,11 @@ fn find_best_and_first() {
         let miner = Miner::new(
             shards.clone(),
             sim_factory(&paths, sim(1, &SimStats::default())),
-            cfg,
+            cfg.mine(),
         )
         .unwrap();
         miner
-            .mine_slot(&randao(4), &AtomicBool::new(false))
+            .mine_slot(&cfg.request(randao(4)), &AtomicBool::new(false))
             .unwrap()
     };
     let best = run(Find::Best);
@@ -166,15 +170,11 @@ fn no_required_diff_reports_nothing_and_stop_flag_interrupts() {
         latency_us: (1_000, 2_000),
         ..Default::default()
     };
-    let miner = Miner::new(
-        shards,
-        sim_factory(&paths, slow),
-        config(2, 8, 0..1_000_000),
-    )
-    .unwrap();
+    let cfg = config(2, 8, 0..1_000_000);
+    let miner = Miner::new(shards, sim_factory(&paths, slow), cfg.mine()).unwrap();
     let stop = AtomicBool::new(false);
     let report = std::thread::scope(|s| {
-        let handle = s.spawn(|| miner.mine_slot(&randao(1), &stop));
+        let handle = s.spawn(|| miner.mine_slot(&cfg.request(randao(1)), &stop));
         std::thread::sleep(std::time::Duration::from_millis(100));
         stop.store(true, Ordering::Relaxed);
         handle.join().unwrap().unwrap()
@@ -190,6 +190,8 @@ fn no_required_diff_reports_nothing_and_stop_flag_interrupts() {
     assert!(shard.found.is_empty());
     assert_eq!(report.bottleneck, Bottleneck::Disk);
     // The miner is reusable after an interrupted slot: stale reads are drained first.
-    let again = miner.mine_slot(&randao(2), &AtomicBool::new(true)).unwrap();
+    let again = miner
+        .mine_slot(&cfg.request(randao(2)), &AtomicBool::new(true))
+        .unwrap();
     assert!(again.interrupted);
 }

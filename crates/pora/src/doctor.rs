@@ -3,9 +3,9 @@
 //! and a one-line remedy. The facts come from `pora_io::probe`; turning facts into findings is
 //! the pure function [`findings`], unit-tested on canned sysfs/procfs trees.
 
-use crate::profile;
 use pora_core::{ShardSet, HEADER_SIZE};
 use pora_io::probe::{self, Fact, FileFacts, Layer, Roots};
+use pora_mine::profile;
 use serde::Serialize;
 use serde_json::json;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@ use anyhow::Context;
 use pora_core::difficulty::meets;
 use pora_core::{hashimoto, Address, ShardSet, H256};
 use pora_io::{IoConfig, Method};
-use serde_json::json;
+use pora_mine::records::HashRecord;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -53,16 +53,9 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
     let proof = compute(&shard, miner, &args.randao, args.nonce, args.random_checks)?;
     let valid = required.map(|r| meets(&proof.hash1.0, &r));
     if args.json {
-        let mut out = serde_json::to_value(&proof)?;
-        let obj = out.as_object_mut().expect("proof is an object");
-        obj.insert("shard".into(), json!(shard.geometry.shard_idx));
-        obj.insert("miner".into(), json!(miner));
-        obj.insert("randao".into(), json!(args.randao));
-        if let (Some(r), Some(v)) = (required, valid) {
-            obj.insert("requiredDiff".into(), json!(r.to_string()));
-            obj.insert("valid".into(), json!(v));
-        }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let shard_idx = shard.geometry.shard_idx;
+        let record = HashRecord::new(proof, shard_idx, miner, args.randao, required);
+        println!("{}", serde_json::to_string_pretty(&record)?);
         return Ok(());
     }
     println!("shard        {}", shard.geometry.shard_idx);

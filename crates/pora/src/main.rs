@@ -9,7 +9,6 @@ mod hash;
 mod info;
 mod mine;
 mod plot;
-mod profile;
 mod tune;
 
 use clap::{Parser, Subcommand};

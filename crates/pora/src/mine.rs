@@ -9,12 +9,13 @@ use crate::common::{parse_miner, parse_randao, DiffArgs};
 use anyhow::Context;
 use clap::ArgAction;
 use pora_core::keccak::keccak256;
-use pora_core::{Address, ShardSet, H256, U256};
-use pora_io::{IoConfig, Method};
-use pora_mine::{Bottleneck, Find, MineConfig, Miner, OnIoError, ShardSlotReport, SlotReport};
-use serde_json::json;
+use pora_core::{Address, H256, U256};
+use pora_io::Method;
+use pora_mine::records::ShardSlotRecord;
+use pora_mine::session::{Choice, OpenOptions, ProfileSource, Session};
+use pora_mine::{Bottleneck, Find, OnIoError, ShardSlotReport, SlotReport, SlotRequest};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -166,58 +167,6 @@ fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
     }
 }
 
-/// Methods that complete reads inside `submit` (one at a time per thread): their parallelism
-/// comes from threads, not depth.
-fn is_synchronous(method: Method) -> bool {
-    matches!(
-        method,
-        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap
-    )
-}
-
-/// The default knobs for a concrete method: asynchronous methods keep 256 reads in flight per
-/// thread with one thread per CPU; synchronous ones read one sample at a time per thread, so
-/// they get at least 64 threads to keep a device queue busy.
-fn default_knobs(method: Method) -> (usize, usize) {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if is_synchronous(method) {
-        (cpus.max(64), 1)
-    } else {
-        (cpus, 256)
-    }
-}
-
-/// The tune profile's method / threads / depth for these files (`--profile PATH`, or
-/// `<first file>.pora-profile.toml` when present), said on stderr. A profile measured on other
-/// files, another device or file system is not used, and the user is told to re-tune.
-/// Flags given explicitly on the command line always win over the profile.
-fn tuned_knobs(
-    user_files: &[PathBuf],
-    explicit: Option<&Path>,
-) -> anyhow::Result<Option<(Method, usize, usize)>> {
-    match crate::profile::lookup(user_files, explicit)? {
-        crate::profile::Lookup::Absent => Ok(None),
-        crate::profile::Lookup::Stale { path, why } => {
-            eprintln!(
-                "pora mine: not using profile {}: {why}; re-run `pora tune`",
-                path.display()
-            );
-            Ok(None)
-        }
-        crate::profile::Lookup::Use { path, profile: p } => {
-            eprintln!(
-                "pora mine: using profile {} ({}, {} threads, depth {}, tuned {})",
-                path.display(),
-                p.method,
-                p.threads,
-                p.depth,
-                p.created
-            );
-            Ok(Some((p.method, p.threads, p.depth)))
-        }
-    }
-}
-
 /// Set by Ctrl-C / SIGTERM; a second signal exits at once.
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -238,84 +187,49 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
     if args.demo {
         prepare_demo(&mut args)?;
     }
-    let shards = open_shards(&args)?;
-    let paths = Miner::paths(&shards);
-    let user_files: Vec<PathBuf> = args.files.0.iter().flatten().cloned().collect();
-    let tuned = tuned_knobs(&user_files, args.profile.as_deref())?;
-    let method = match (args.method, tuned) {
-        (Method::Auto, Some((m, _, _))) => m,
-        (m, _) => m,
+    let profile = match &args.profile {
+        Some(path) => ProfileSource::At(path.clone()),
+        None => ProfileSource::BesideFirstFile,
     };
-    let factory = pora_io::open(
-        &paths,
-        &IoConfig {
-            method,
-            ..Default::default()
-        },
-    )
-    .with_context(|| format!("opening the shard files with --method {method}"))?;
-    let method = factory.method();
-    let (default_threads, default_depth) = match tuned {
-        Some((m, t, d)) if m == method => (t, d),
-        _ => default_knobs(method),
-    };
-    let config = MineConfig {
-        threads: args.threads.unwrap_or(default_threads),
-        depth: args.depth.unwrap_or(default_depth),
-        random_checks: args.random_checks,
-        nonces: args.nonces.clone(),
-        slot: args.slot,
-        find: args.find,
-        required_diff: args.diff.required()?,
-        on_io_error: args.on_io_error,
-        miner: args.miner,
-    };
-    let (threads, depth) = (config.threads, config.depth);
-    let miner = Miner::new(shards, factory, config)?;
+    let options = OpenOptions::default()
+        .with_method(args.method)
+        .with_threads(args.threads)
+        .with_depth(args.depth)
+        .with_random_checks(args.random_checks)
+        .with_on_io_error(args.on_io_error)
+        .with_miner(args.miner)
+        .with_kv_entries_bits(args.kv_entries_bits)
+        .with_profile(profile);
+    let session = Session::open(&args.files.0, &options)?;
+    for note in session.notes() {
+        eprintln!("pora mine: {note}");
+    }
+    let choice = session.choice();
     if !args.json {
         eprintln!(
-            "pora mine: {} | {threads} threads x depth {depth}",
-            miner.describe_io()
+            "pora mine: {} | {} threads x depth {} ({})",
+            session.miner().describe_io(),
+            choice.threads,
+            choice.depth,
+            choice.why
         );
     }
+    let required_diff = args.diff.required()?;
     install_stop_handler();
     for slot in 0..args.slots {
-        let randao = slot_randao(&args, slot);
-        let report = miner.mine_slot(&randao, &STOP)?;
-        let knobs = Knobs {
-            method,
-            threads,
-            depth,
-            find: args.find,
-        };
-        print_report(slot, &report, &knobs, args.json)?;
+        let request = SlotRequest::new(slot_randao(&args, slot))
+            .with_nonces(args.nonces.clone())
+            .with_slot(args.slot)
+            .with_find(args.find)
+            .with_required_diff(required_diff);
+        let report = session.mine_slot(&request, &STOP)?;
+        print_report(slot, &report, choice, args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
             std::process::exit(EXIT_INTERRUPTED);
         }
     }
     Ok(())
-}
-
-fn open_shards(args: &MineArgs) -> anyhow::Result<Vec<ShardSet>> {
-    let mut shards: Vec<ShardSet> = Vec::with_capacity(args.files.0.len());
-    for (group, files) in args.files.0.iter().enumerate() {
-        let shard = ShardSet::open(files, args.kv_entries_bits)
-            .with_context(|| format!("--file group {} (shard files)", group + 1))?;
-        if let Some(other) = shards
-            .iter()
-            .position(|s| s.geometry.shard_idx == shard.geometry.shard_idx)
-        {
-            anyhow::bail!(
-                "--file groups {} and {} both hold shard {}: mine each shard once",
-                other + 1,
-                group + 1,
-                shard.geometry.shard_idx
-            );
-        }
-        shards.push(shard);
-    }
-    Ok(shards)
 }
 
 /// `--randao`, or with `--random-randao` keccak256("pora-random-randao" || seed || slot).
@@ -330,25 +244,30 @@ fn slot_randao(args: &MineArgs, slot: u64) -> H256 {
     }
 }
 
-struct Knobs {
-    method: Method,
-    threads: usize,
-    depth: usize,
+fn print_report(
+    slot: u64,
+    report: &SlotReport,
+    choice: &Choice,
     find: Find,
-}
-
-fn print_report(slot: u64, report: &SlotReport, knobs: &Knobs, json: bool) -> anyhow::Result<()> {
-    for shard in &report.shards {
+    json: bool,
+) -> anyhow::Result<()> {
+    for (record, shard) in ShardSlotRecord::from_report(slot, report, choice)
+        .iter()
+        .zip(&report.shards)
+    {
         if json {
-            println!(
-                "{}",
-                serde_json::to_string(&shard_json(slot, shard, report, knobs))?
-            );
+            println!("{}", serde_json::to_string(record)?);
         } else {
-            print_human(slot, shard, knobs);
+            print_human(slot, shard, choice);
+        }
+        if shard.changed_during_slot > 0 {
+            eprintln!(
+                "pora mine: warning: slot {slot} shard {}: {} candidate nonces changed under the slot (blobs written into the shard); re-verified from the bytes on disk now",
+                shard.shard, shard.changed_during_slot
+            );
         }
         // `--find first` ends a shard's slot early on purpose once it has its nonce.
-        let found_first = knobs.find == Find::First && !shard.found.is_empty();
+        let found_first = find == Find::First && !shard.found.is_empty();
         if shard.mining_power < 1.0 && !found_first {
             warn_below_full_power(slot, shard, report);
         }
@@ -359,35 +278,7 @@ fn print_report(slot: u64, report: &SlotReport, knobs: &Knobs, json: bool) -> an
     Ok(())
 }
 
-fn shard_json(
-    slot: u64,
-    shard: &ShardSlotReport,
-    report: &SlotReport,
-    knobs: &Knobs,
-) -> serde_json::Value {
-    json!({
-        "slot": slot,
-        "shard": shard.shard,
-        "randao": shard.randao,
-        "nonceLimit": shard.nonce_limit,
-        "noncesTried": shard.nonces_tried,
-        "miningPower": shard.mining_power,
-        "elapsedSec": shard.elapsed_sec,
-        "samplesRead": shard.samples_read,
-        "samplesPerSec": shard.samples_per_sec,
-        "method": knobs.method.name(),
-        "threads": knobs.threads,
-        "depth": knobs.depth,
-        "ioErrors": shard.io_errors,
-        "bottleneck": report.bottleneck,
-        "ioWaitFraction": report.io_wait_fraction,
-        "cpuBusyFraction": report.cpu_busy_fraction,
-        "interrupted": report.interrupted,
-        "found": shard.found,
-    })
-}
-
-fn print_human(slot: u64, s: &ShardSlotReport, k: &Knobs) {
+fn print_human(slot: u64, s: &ShardSlotReport, k: &Choice) {
     println!(
         "slot {slot} shard {}: tried {}/{} nonces, mining power {:.2}% ({} bps), {:.3} s, {} samples ({:.0}/s), {} {}x{}, found {}{}",
         s.shard,

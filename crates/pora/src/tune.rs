@@ -13,11 +13,11 @@ pub mod raw;
 pub mod search;
 
 use crate::plot::{Chart, Series};
-use crate::profile::{self, Measured, Profile, PROFILE_FORMAT};
 use anyhow::Context;
 use pora_core::{keccak::keccak256, ShardSet, H256, SAMPLE_SIZE};
 use pora_io::{probe, BackendFactory, IoConfig, Method, SimConfig};
-use pora_mine::{Find, MineConfig, Miner, OnIoError};
+use pora_mine::profile::{self, Measured, Profile, PROFILE_FORMAT};
+use pora_mine::{MineConfig, Miner, OnIoError, SlotRequest};
 use raw::{RawResult, Region};
 use search::{
     Arm, ArmStats, Choice, GridLimits, Sweep, SweepPlan, TrialError, TrialResult, TrialRunner,
@@ -541,18 +541,9 @@ impl TrialRunner for MiningRunner<'_> {
         }
         let started = Instant::now();
         self.unverified_evictions += evict_all(self.opener.paths, arm.method);
-        let config = MineConfig {
-            threads: arm.threads,
-            depth: arm.depth,
-            random_checks: self.random_checks,
-            // More nonces than any trial can try: the slot time ends it.
-            nonces: 0..1 << 40,
-            slot: Duration::from_secs_f64(seconds),
-            find: Find::First,
-            required_diff: None,
-            on_io_error: OnIoError::Retry,
-            miner: None,
-        };
+        let config = MineConfig::new(arm.threads, arm.depth)
+            .with_random_checks(self.random_checks)
+            .with_on_io_error(OnIoError::Retry);
         let factory = self
             .opener
             .open(arm.method)
@@ -562,8 +553,12 @@ impl TrialRunner for MiningRunner<'_> {
         // A fresh randao per trial: different samples, so no trial reuses another's cache.
         self.trial += 1;
         let randao = H256(keccak256(&[b"pora tune", &self.trial.to_be_bytes()]));
+        // More nonces than any trial can try: the slot time ends it.
+        let request = SlotRequest::new(randao)
+            .with_nonces(0..1 << 40)
+            .with_slot(Duration::from_secs_f64(seconds));
         let report = miner
-            .mine_slot(&randao, self.stop)
+            .mine_slot(&request, self.stop)
             .map_err(|e| TrialError::Arm(e.to_string()))?;
         if report.interrupted {
             return Err(TrialError::Interrupted);

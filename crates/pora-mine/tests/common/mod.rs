@@ -5,7 +5,7 @@
 use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
 use pora_core::{hashimoto, Address, EncodeType, ShardSet, H256, U256};
 use pora_io::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
-use pora_mine::{Find, MineConfig, OnIoError};
+use pora_mine::{Find, MineConfig, OnIoError, SlotRequest};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fs::File;
@@ -122,8 +122,41 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) {
     }
 }
 
-pub fn config(threads: usize, depth: usize, nonces: std::ops::Range<u64>) -> MineConfig {
-    MineConfig {
+/// A miner's knobs and one slot's request together, as the tests vary them.
+#[derive(Clone, Debug)]
+pub struct TestConfig {
+    pub threads: usize,
+    pub depth: usize,
+    pub random_checks: u32,
+    pub nonces: std::ops::Range<u64>,
+    pub slot: Duration,
+    pub find: Find,
+    pub required_diff: Option<pora_core::U256>,
+    pub on_io_error: OnIoError,
+    pub miner: Option<pora_core::Address>,
+}
+
+impl TestConfig {
+    /// What `Miner::new` takes.
+    pub fn mine(&self) -> MineConfig {
+        MineConfig::new(self.threads, self.depth)
+            .with_random_checks(self.random_checks)
+            .with_on_io_error(self.on_io_error)
+            .with_miner(self.miner)
+    }
+
+    /// One slot with `randao`.
+    pub fn request(&self, randao: H256) -> SlotRequest {
+        SlotRequest::new(randao)
+            .with_nonces(self.nonces.clone())
+            .with_slot(self.slot)
+            .with_find(self.find)
+            .with_required_diff(self.required_diff)
+    }
+}
+
+pub fn config(threads: usize, depth: usize, nonces: std::ops::Range<u64>) -> TestConfig {
+    TestConfig {
         threads,
         depth,
         random_checks: 2,

@@ -2,15 +2,33 @@
 //! the files, their device and file system, persisted as TOML and written atomically (temp file
 //! in the same directory, then rename) so that Ctrl-C never leaves half a profile.
 //!
-//! `pora mine` loads a profile with [`load`] and trusts it only while
-//! [`Profile::matches`]`(&`[`fingerprint`]`(files))` holds.
+//! Every front end (CLI, C ABI, service) finds a profile with [`lookup`] and trusts it only while
+//! [`Profile::matches`]`(&`[`fingerprint`]`(files))` holds. The fingerprint comes from cheap calls
+//! only (stat, statfs, sysfs; [`pora_io::probe::identify`]), so a mining start with a profile
+//! present never walks the file.
 
-use anyhow::Context;
 use pora_io::Method;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Why a profile could not be read or written; each names the profile's path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProfileError {
+    #[error("reading profile {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing profile {}: {why}", path.display())]
+    Parse { path: PathBuf, why: String },
+    #[error("{}: profile format {found} is not {PROFILE_FORMAT}; run `pora tune` again", path.display())]
+    Format { path: PathBuf, found: u32 },
+    #[error("writing profile {}: {why}", path.display())]
+    Write { path: PathBuf, why: String },
+}
 
 /// Version of the profile layout; bumped when fields change meaning.
 pub const PROFILE_FORMAT: u32 = 1;
@@ -107,15 +125,19 @@ impl Profile {
     }
 
     /// Writes the profile as TOML, atomically: a temp file in the same directory, fsync, rename.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        let text = toml::to_string_pretty(self).context("serialising the profile")?;
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let failed = |why: String| ProfileError::Write {
+            path: path.to_path_buf(),
+            why,
+        };
+        let text = toml::to_string_pretty(self).map_err(|e| failed(e.to_string()))?;
         let dir = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         let name = path
             .file_name()
-            .with_context(|| format!("{}: not a file path", path.display()))?;
+            .ok_or_else(|| failed("not a file path".into()))?;
         let tmp = dir.join(format!(
             ".{}.tmp-{}",
             name.to_string_lossy(),
@@ -129,23 +151,27 @@ impl Profile {
         };
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("writing profile {}: {e}", path.display())
+            failed(e.to_string())
         })
     }
 }
 
 /// Reads a profile written by `pora tune`.
-pub fn load(path: &Path) -> anyhow::Result<Profile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading profile {}", path.display()))?;
-    let profile: Profile =
-        toml::from_str(&text).with_context(|| format!("parsing profile {}", path.display()))?;
-    anyhow::ensure!(
-        profile.format == PROFILE_FORMAT,
-        "{}: profile format {} is not {PROFILE_FORMAT}; run `pora tune` again",
-        path.display(),
-        profile.format
-    );
+pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let profile: Profile = toml::from_str(&text).map_err(|e| ProfileError::Parse {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    if profile.format != PROFILE_FORMAT {
+        return Err(ProfileError::Format {
+            path: path.to_path_buf(),
+            found: profile.format,
+        });
+    }
     Ok(profile)
 }
 
@@ -182,7 +208,7 @@ pub enum Lookup {
 
 /// Finds the profile for `files`: `explicit` (`--profile PATH`, which must load) or the default
 /// path next to the first file, and checks its fingerprint.
-pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> anyhow::Result<Lookup> {
+pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> Result<Lookup, ProfileError> {
     let Some(first) = files.first() else {
         return Ok(Lookup::Absent);
     };
@@ -203,14 +229,11 @@ pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> anyhow::Result<Look
 fn file_fingerprint(path: &Path, roots: &pora_io::probe::Roots) -> FileFingerprint {
     let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let meta = std::fs::metadata(path).ok();
-    let facts = pora_io::probe::probe_file(path, roots).ok();
-    let device = facts
-        .as_ref()
-        .and_then(|f| f.device_number.known().cloned());
-    let model = facts
-        .as_ref()
-        .and_then(|f| f.device.known().and_then(|d| d.model.clone()));
-    let fs_type = facts.as_ref().and_then(|f| f.fs_type.known().cloned());
+    let pora_io::probe::Identity {
+        device_number: device,
+        model,
+        fs_type,
+    } = pora_io::probe::identify(path, roots);
     FileFingerprint {
         path: shown.display().to_string(),
         size_bytes: meta.as_ref().map_or(0, |m| m.len()),
@@ -371,7 +394,7 @@ mod tests {
         let path = dir.path().join("p.toml");
         std::fs::write(&path, "method = 3").unwrap();
         let e = load(&path).unwrap_err();
-        assert!(format!("{e:#}").contains("p.toml"), "{e:#}");
+        assert!(e.to_string().contains("p.toml"), "{e}");
         assert!(load(&dir.path().join("missing.toml")).is_err());
     }
 

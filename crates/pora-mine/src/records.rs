@@ -1,0 +1,105 @@
+//! The JSON records every front end prints or returns — `pora mine --json` / `pora hash --json`,
+//! the C ABI's results and the service's answers — defined once, so the doors cannot drift apart.
+//! Field names are camelCase; 256-bit values are 0x-hex (hashes) or decimal strings
+//! (`requiredDiff`), as es-node's tools print them.
+
+use crate::session::Choice;
+use crate::{Bottleneck, SlotReport};
+use pora_core::difficulty::meets;
+use pora_core::{Address, NonceProof, H256, U256};
+use pora_io::Method;
+use serde::Serialize;
+
+/// One shard's result for one slot: one line of `pora mine --json`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardSlotRecord {
+    /// Slot number within the run (0-based).
+    pub slot: u64,
+    pub shard: u64,
+    pub randao: H256,
+    pub nonce_limit: u64,
+    pub nonces_tried: u64,
+    pub mining_power: f64,
+    pub elapsed_sec: f64,
+    pub samples_read: u64,
+    pub samples_per_sec: f64,
+    pub method: Method,
+    pub threads: usize,
+    pub depth: usize,
+    pub io_errors: u64,
+    pub changed_during_slot: u64,
+    pub bottleneck: Bottleneck,
+    pub io_wait_fraction: f64,
+    pub cpu_busy_fraction: f64,
+    pub interrupted: bool,
+    pub found: Vec<NonceProof>,
+}
+
+impl ShardSlotRecord {
+    /// The records of every shard of `report`, slot number `slot`, mined with `choice`.
+    pub fn from_report(slot: u64, report: &SlotReport, choice: &Choice) -> Vec<ShardSlotRecord> {
+        report
+            .shards
+            .iter()
+            .map(|shard| ShardSlotRecord {
+                slot,
+                shard: shard.shard,
+                randao: shard.randao,
+                nonce_limit: shard.nonce_limit,
+                nonces_tried: shard.nonces_tried,
+                mining_power: shard.mining_power,
+                elapsed_sec: shard.elapsed_sec,
+                samples_read: shard.samples_read,
+                samples_per_sec: shard.samples_per_sec,
+                method: choice.method,
+                threads: choice.threads,
+                depth: choice.depth,
+                io_errors: shard.io_errors,
+                changed_during_slot: shard.changed_during_slot,
+                bottleneck: report.bottleneck,
+                io_wait_fraction: report.io_wait_fraction,
+                cpu_busy_fraction: report.cpu_busy_fraction,
+                interrupted: report.interrupted,
+                found: shard.found.clone(),
+            })
+            .collect()
+    }
+}
+
+/// One nonce computed from the real files: what `pora hash --json` prints.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HashRecord {
+    #[serde(flatten)]
+    pub proof: NonceProof,
+    pub shard: u64,
+    pub miner: Address,
+    pub randao: H256,
+    /// Decimal, when a difficulty was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_diff: Option<String>,
+    /// Whether hash1 meets `requiredDiff`, when a difficulty was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+}
+
+impl HashRecord {
+    pub fn new(
+        proof: NonceProof,
+        shard: u64,
+        miner: Address,
+        randao: H256,
+        required: Option<U256>,
+    ) -> Self {
+        let valid = required.map(|r| meets(&proof.hash1.0, &r));
+        HashRecord {
+            proof,
+            shard,
+            miner,
+            randao,
+            required_diff: required.map(|r| r.to_string()),
+            valid,
+        }
+    }
+}

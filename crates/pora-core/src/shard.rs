@@ -147,10 +147,16 @@ impl ShardSet {
             None => infer_geometry(start, end, kv_size, kv_size_bits)?,
         };
         let shard_bits = geometry.kv_entries_bits + geometry.kv_size_bits;
-        let (want_start, want_end) = (
-            geometry.shard_idx << shard_bits,
-            (geometry.shard_idx << shard_bits) + (1u64 << shard_bits) - 1,
-        );
+        let want_start = geometry.shard_idx << shard_bits;
+        // The last byte of the shard; a shard that would end past 2^64 bytes is no shard.
+        let want_end = want_start
+            .checked_add((1u64 << shard_bits) - 1)
+            .ok_or_else(|| {
+                Error::ShardSet(format!(
+                    "shard {} with kvEntriesBits={} would end past 2^64 bytes",
+                    geometry.shard_idx, geometry.kv_entries_bits
+                ))
+            })?;
         if start != want_start || end - 1 != want_end {
             return Err(Error::ShardSet(format!(
                 "files cover bytes [{start:#x}, {end:#x}) but shard {} with kvEntriesBits={} is [{want_start:#x}, {:#x}]: {}",

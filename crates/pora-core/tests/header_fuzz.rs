@@ -96,3 +96,19 @@ proptest! {
         }
     }
 }
+
+/// The case the fuzz above shrank to once: the last shard below 2^64 bytes overflowed the
+/// computation of its end (start + size before subtracting one); now it is checked normally.
+#[test]
+fn last_shard_below_2_pow_64_is_checked_without_overflow() {
+    let name = "f0.dat";
+    let h = valid_header(1 << 46, 1);
+    let parsed = Header::parse(Path::new(name), &h.encode()).unwrap();
+    let file = DataFile {
+        path: name.into(),
+        file_len: parsed.min_file_len(),
+        header: parsed,
+    };
+    let err = ShardSet::from_files(vec![file], Some(46)).unwrap_err();
+    assert!(err.to_string().contains("files are missing"), "{err}");
+}

@@ -5,6 +5,22 @@
 //! The implementation was chosen by measurement (`cargo run --release -p pora-core --example
 //! keccak-candidates`, results in docs/BENCHMARKS.md): keccak-asm (cryptogams assembly) where it
 //! builds, RustCrypto's sha3 elsewhere; tiny-keccak was slowest. Tests cross-check all three.
+//!
+//! Many such messages at once go through [`keccak256_padded_blocks`] (module `batch`), which
+//! runs 8 or 4 permutations side by side with AVX-512F or AVX2 where the CPU has them.
+
+#[macro_use]
+mod rounds;
+mod batch;
+#[cfg(target_arch = "x86_64")]
+mod x4_avx2;
+#[cfg(target_arch = "x86_64")]
+mod x8_avx512;
+
+pub use batch::{
+    keccak256_padded_blocks, keccak256_padded_blocks_with, keccak_batch_kernel, BatchKernel,
+    KECCAK_KERNEL_ENV,
+};
 
 #[cfg(all(
     target_os = "linux",

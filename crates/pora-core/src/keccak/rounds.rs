@@ -67,11 +67,23 @@ const fn pi_destinations() -> [usize; 25] {
     destinations
 }
 
+/// Repeats `$body` with `$index` bound to each listed constant: straight-line code whose array
+/// indices and rotation counts are compile-time constants (LLVM does not reliably unroll the
+/// nested loops of a round on its own, and a rolled loop keeps the state in memory).
+macro_rules! unrolled {
+    ($index:ident in [$($value:literal),*] $body:block) => {
+        $({
+            const $index: usize = $value;
+            $body
+        })*
+    };
+}
+
 /// Applies the 24 rounds of Keccak-f[1600] to `$state: [V; 25]`, where `V` holds one lane of
 /// several independent states. The kernel supplies five lane operations, named in the call:
 /// `xor5(a, b, c, d, e)`, `xor(a, b)`, `rol(a, bits: u32)` (left rotation, 0 allowed),
-/// `chi(a, b, c) = a ^ (!b & c)` and `splat(u64)` (the same word in every state). All loops run
-/// over constants, so the compiler unrolls them and every rotation becomes an immediate.
+/// `chi(a, b, c) = a ^ (!b & c)` and `splat(u64)` (the same word in every state). Within a round
+/// every index and rotation is a constant, so each rotation compiles to immediates.
 macro_rules! keccak_f1600_rounds {
     ($state:ident, xor5: $xor5:ident, xor: $xor:ident, rol: $rol:ident, chi: $chi:ident,
      splat: $splat:ident) => {{
@@ -80,25 +92,25 @@ macro_rules! keccak_f1600_rounds {
             let a = &mut $state;
             // θ: XOR each lane with the parities of the columns left and right of it.
             let mut parity = [a[0]; 5];
-            for (x, column) in parity.iter_mut().enumerate() {
-                *column = $xor5(a[x], a[x + 5], a[x + 10], a[x + 15], a[x + 20]);
-            }
+            unrolled!(X in [0, 1, 2, 3, 4] {
+                parity[X] = $xor5(a[X], a[X + 5], a[X + 10], a[X + 15], a[X + 20]);
+            });
+            let mut theta = [a[0]; 5];
+            unrolled!(X in [0, 1, 2, 3, 4] {
+                theta[X] = $xor(parity[(X + 4) % 5], $rol(parity[(X + 1) % 5], 1));
+            });
             // ρ and π, fused with θ's application: rotate each lane and move it.
             let mut moved = [a[0]; 25];
-            for x in 0..5 {
-                let theta = $xor(parity[(x + 4) % 5], $rol(parity[(x + 1) % 5], 1));
-                for y in 0..5 {
-                    let i = x + 5 * y;
-                    moved[PI_DESTINATIONS[i]] = $rol($xor(a[i], theta), RHO_OFFSETS[i]);
-                }
-            }
+            unrolled!(I in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                            20, 21, 22, 23, 24] {
+                moved[PI_DESTINATIONS[I]] = $rol($xor(a[I], theta[I % 5]), RHO_OFFSETS[I]);
+            });
             // χ: the only non-linear step, along each row.
-            for y in 0..5 {
-                for x in 0..5 {
-                    let row = |dx: usize| moved[5 * y + (x + dx) % 5];
-                    a[5 * y + x] = $chi(row(0), row(1), row(2));
-                }
-            }
+            unrolled!(I in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                            20, 21, 22, 23, 24] {
+                let (row, x) = (I - I % 5, I % 5);
+                a[I] = $chi(moved[I], moved[row + (x + 1) % 5], moved[row + (x + 2) % 5]);
+            });
             // ι
             a[0] = $xor(a[0], $splat(round_constant));
         }

@@ -7,14 +7,18 @@
 //! builds, RustCrypto's sha3 elsewhere; tiny-keccak was slowest. Tests cross-check all three.
 //!
 //! Many such messages at once go through [`keccak256_padded_blocks`] (module `batch`), which
-//! runs 8 or 4 permutations side by side with AVX-512F or AVX2 where the CPU has them.
+//! runs 8 or 4 permutations side by side with AVX-512F or AVX2 where the CPU has them. The
+//! vector kernels are built for Linux x86_64 only, where CI runs their tests; Windows and macOS
+//! builds, like other CPUs, use the scalar function (issue 13).
 
+// Only the vector kernels expand the shared round function; its tests run everywhere.
+#[cfg(any(all(target_os = "linux", target_arch = "x86_64"), test))]
 #[macro_use]
 mod rounds;
 mod batch;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod x4_avx2;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod x8_avx512;
 
 pub use batch::{

@@ -76,3 +76,37 @@ fn chi(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
 fn splat(word: u64) -> __m512i {
     _mm512_set1_epi64(word as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The truth tables checked against Intel's definition of `vpternlogq`, on any CPU (the
+    //! kernel itself runs in `batch`'s tests where AVX-512F is present).
+    use super::{CHI, XOR3};
+
+    /// `vpternlogq` on words: result bit j is bit `a_j b_j c_j` (a the high bit) of `table`.
+    fn ternary_logic(table: i32, a: u64, b: u64, c: u64) -> u64 {
+        (0..64).fold(0, |result, j| {
+            let index = ((a >> j) & 1) << 2 | ((b >> j) & 1) << 1 | ((c >> j) & 1);
+            result | (((table as u64) >> index) & 1) << j
+        })
+    }
+
+    #[test]
+    fn truth_tables_compute_the_functions_they_name() {
+        let words = [
+            0,
+            u64::MAX,
+            0x0123_4567_89AB_CDEF,
+            0xF0F0_0FF0_3C3C_A5A5,
+            1 << 63,
+        ];
+        for a in words {
+            for b in words {
+                for c in words {
+                    assert_eq!(ternary_logic(XOR3, a, b, c), a ^ b ^ c);
+                    assert_eq!(ternary_logic(CHI, a, b, c), a ^ (!b & c));
+                }
+            }
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! Ethereum Keccak-256 (original padding, not NIST SHA3-256) for the two message shapes of the
 //! hot path: hash0 (96 bytes) and each chain step (64 bytes). Both fit in one 136-byte rate block,
-//! so each is exactly one Keccak-f[1600] permutation.
+//! so each is exactly one Keccak-f\[1600\] permutation.
 //!
 //! The implementation was chosen by measurement (`cargo run --release -p pora-core --example
 //! keccak-candidates`, results in docs/BENCHMARKS.md): keccak-asm (cryptogams assembly) where it
@@ -39,7 +39,7 @@ use sha3::{Digest, Keccak256};
 
 /// Keccak-256 of one message that fits a single 136-byte rate block, given as the block's 17
 /// little-endian lanes with Ethereum's padding already applied (0x01 after the message, 0x80 in
-/// the block's last byte). That is one Keccak-f[1600] permutation of a zero state; the result is
+/// the block's last byte). That is one Keccak-f\[1600\] permutation of a zero state; the result is
 /// the hash as four little-endian lanes. The mining hot path lays its 96- and 64-byte messages
 /// out this way, skipping a generic hasher's buffering.
 #[inline]

@@ -1,10 +1,10 @@
-//! Keccak-f[1600]'s round constants, rotation offsets and lane permutation, derived once from
+//! Keccak-f\[1600\]'s round constants, rotation offsets and lane permutation, derived once from
 //! the specification's definitions (FIPS 202, 3.2), and the round function written once as a
 //! macro that every multi-buffer kernel expands over its own vector type.
 //!
 //! Lanes are indexed `x + 5 * y`, as in the specification and in the padded block layout.
 
-/// Number of rounds of Keccak-f[1600].
+/// Number of rounds of Keccak-f\[1600\].
 pub(crate) const ROUNDS: usize = 24;
 
 /// ι's round constants, from the specification's degree-8 LFSR `rc(t)`.
@@ -79,7 +79,7 @@ macro_rules! unrolled {
     };
 }
 
-/// Applies the 24 rounds of Keccak-f[1600] to `$state: [V; 25]`, where `V` holds one lane of
+/// Applies the 24 rounds of Keccak-f\[1600\] to `$state: [V; 25]`, where `V` holds one lane of
 /// several independent states. The kernel supplies five lane operations, named in the call:
 /// `xor5(a, b, c, d, e)`, `xor(a, b)`, `rol(a, bits: u32)` (left rotation, 0 allowed),
 /// `chi(a, b, c) = a ^ (!b & c)` and `splat(u64)` (the same word in every state). Within a round

@@ -112,7 +112,9 @@ impl BatchKernel {
 #[derive(Clone, Copy)]
 struct DetectedKernel(BatchKernel);
 
-/// The process-wide kernel as `DetectedKernel`'s discriminant + 1; 0 until first use.
+/// The process-wide kernel, coded 1 = scalar, 2 = x4, 3 = x8; 0 until first use. Only
+/// `choose_process_kernel` stores into it, and only a `DetectedKernel`'s code, so decoding it
+/// back into a `DetectedKernel` keeps that type's guarantee.
 static PROCESS_KERNEL: AtomicU8 = AtomicU8::new(0);
 
 fn process_kernel() -> DetectedKernel {

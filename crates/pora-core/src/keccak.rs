@@ -1,10 +1,30 @@
 //! Ethereum Keccak-256 (original padding, not NIST SHA3-256) for the two message shapes of the
 //! hot path: hash0 (96 bytes) and each chain step (64 bytes). Both fit in one 136-byte rate block,
-//! so each is exactly one Keccak-f[1600] permutation.
+//! so each is exactly one Keccak-f\[1600\] permutation.
 //!
 //! The implementation was chosen by measurement (`cargo run --release -p pora-core --example
 //! keccak-candidates`, results in docs/BENCHMARKS.md): keccak-asm (cryptogams assembly) where it
 //! builds, RustCrypto's sha3 elsewhere; tiny-keccak was slowest. Tests cross-check all three.
+//!
+//! Many such messages at once go through [`keccak256_padded_blocks`] (module `batch`), which
+//! runs 8 or 4 permutations side by side with AVX-512F or AVX2 where the CPU has them. The
+//! vector kernels are built for Linux x86_64 only, where CI runs their tests; Windows and macOS
+//! builds, like other CPUs, use the scalar function (issue 13).
+
+// Only the vector kernels expand the shared round function; its tests run everywhere.
+#[cfg(any(all(target_os = "linux", target_arch = "x86_64"), test))]
+#[macro_use]
+mod rounds;
+mod batch;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod x4_avx2;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod x8_avx512;
+
+pub use batch::{
+    keccak256_padded_blocks, keccak256_padded_blocks_with, keccak_batch_kernel, BatchKernel,
+    KECCAK_KERNEL_ENV,
+};
 
 #[cfg(all(
     target_os = "linux",
@@ -19,7 +39,7 @@ use sha3::{Digest, Keccak256};
 
 /// Keccak-256 of one message that fits a single 136-byte rate block, given as the block's 17
 /// little-endian lanes with Ethereum's padding already applied (0x01 after the message, 0x80 in
-/// the block's last byte). That is one Keccak-f[1600] permutation of a zero state; the result is
+/// the block's last byte). That is one Keccak-f\[1600\] permutation of a zero state; the result is
 /// the hash as four little-endian lanes. The mining hot path lays its 96- and 64-byte messages
 /// out this way, skipping a generic hasher's buffering.
 #[inline]

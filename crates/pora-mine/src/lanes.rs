@@ -37,19 +37,34 @@ impl Hash0Prefix {
     /// `keccak256(pad32(miner) || randao || be256(nonce))`.
     #[inline]
     pub fn hash0(&self, nonce: u64) -> Lanes {
+        keccak256_padded_block(&self.hash0_block(nonce))
+    }
+
+    /// hash0's message as one padded rate block, for a batched permutation.
+    #[inline]
+    pub fn hash0_block(&self, nonce: u64) -> Block {
         let mut block = [0u64; 17];
         block[..11].copy_from_slice(&self.0);
         // be256(nonce)'s last 8 bytes, loaded as a little-endian lane.
         block[11] = u64::from_le_bytes(nonce.to_be_bytes());
         block[12] = 0x01;
         block[16] = PAD_LAST;
-        keccak256_padded_block(&block)
+        block
     }
 }
+
+/// One padded 136-byte Keccak rate block as 17 little-endian lanes.
+pub type Block = [u64; 17];
 
 /// `keccak256(hash || sample)`.
 #[inline]
 pub fn hash_step(hash: &Lanes, sample: &[u8; 32]) -> Lanes {
+    keccak256_padded_block(&step_block(hash, sample))
+}
+
+/// `hash || sample` as one padded rate block, for a batched permutation.
+#[inline]
+pub fn step_block(hash: &Lanes, sample: &[u8; 32]) -> Block {
     let mut block = [0u64; 17];
     block[..4].copy_from_slice(hash);
     for (lane, bytes) in block[4..8].iter_mut().zip(sample.chunks_exact(8)) {
@@ -57,7 +72,7 @@ pub fn hash_step(hash: &Lanes, sample: &[u8; 32]) -> Lanes {
     }
     block[8] = 0x01;
     block[16] = PAD_LAST;
-    keccak256_padded_block(&block)
+    block
 }
 
 /// The low 64 bits of the hash read as a big-endian 256-bit integer (bytes 24..32), which is

@@ -1,18 +1,12 @@
 //! Facts about the device under a file that benchmarks need: which block device holds it, that
 //! device's completed-read counter, its logical block size, evicting the file from the page
-//! cache (and checking that it worked), and the process's CPU time.
+//! cache (and checking that it worked). CPU time is in [`crate::cpu_time`].
 //!
-//! Everything here is Linux-specific (sysfs, `/proc/diskstats`, `posix_fadvise`, `mincore`)
-//! except the CPU time (`getrusage` on every Unix, `GetProcessTimes` on Windows). On other
-//! systems each function returns [`Unknown`] with the reason instead of failing to compile, so
-//! callers print "unknown" and carry on.
+//! Everything here is Linux-specific (sysfs, `/proc/diskstats`, `posix_fadvise`, `mincore`). On
+//! other systems each function returns [`Unknown`] with the reason instead of failing to
+//! compile, so callers print "unknown" and carry on.
 
-use std::time::Duration;
-
-/// Why a fact is not known on this machine or for this file.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unknown(pub String);
+pub use crate::cpu_time::Unknown;
 
 /// The block device a file lives on, as the kernel names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,11 +85,6 @@ pub fn parse_diskstats_reads(text: &str, major: u32, minor: u32) -> Option<u64> 
 pub fn parse_dev_numbers(text: &str) -> Option<(u32, u32)> {
     let (maj, min) = text.trim().split_once(':')?;
     Some((maj.parse().ok()?, min.parse().ok()?))
-}
-
-/// The process's CPU time so far, user plus system, over all threads.
-pub fn process_cpu_time() -> Result<Duration, Unknown> {
-    platform::process_cpu_time()
 }
 
 #[cfg(target_os = "linux")]
@@ -361,77 +350,6 @@ mod other {
     }
 }
 
-#[cfg(unix)]
-mod platform {
-    use super::Unknown;
-    use std::time::Duration;
-
-    pub fn process_cpu_time() -> Result<Duration, Unknown> {
-        // SAFETY: getrusage fills the zeroed struct we own; RUSAGE_SELF is always valid.
-        let usage = unsafe {
-            let mut usage: libc::rusage = std::mem::zeroed();
-            if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-                return Err(Unknown(format!(
-                    "getrusage: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            usage
-        };
-        let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-        };
-        Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
-    }
-}
-
-#[cfg(windows)]
-mod platform {
-    use super::Unknown;
-    use std::time::Duration;
-    use windows_sys::Win32::Foundation::FILETIME;
-    use windows_sys::Win32::System::Threading::{GetCurrentProcess, GetProcessTimes};
-
-    pub fn process_cpu_time() -> Result<Duration, Unknown> {
-        let zero = FILETIME {
-            dwLowDateTime: 0,
-            dwHighDateTime: 0,
-        };
-        let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
-        // SAFETY: the pseudo-handle of the current process and four FILETIMEs we own.
-        let ok = unsafe {
-            GetProcessTimes(
-                GetCurrentProcess(),
-                &mut created,
-                &mut exited,
-                &mut kernel,
-                &mut user,
-            )
-        };
-        if ok == 0 {
-            return Err(Unknown(format!(
-                "GetProcessTimes: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        // FILETIME counts 100 ns ticks.
-        let ticks = |t: FILETIME| ((t.dwHighDateTime as u64) << 32) | t.dwLowDateTime as u64;
-        Ok(Duration::from_nanos((ticks(kernel) + ticks(user)) * 100))
-    }
-}
-
-#[cfg(not(any(unix, windows)))]
-mod platform {
-    use super::Unknown;
-    use std::time::Duration;
-
-    pub fn process_cpu_time() -> Result<Duration, Unknown> {
-        Err(Unknown(
-            "process CPU time is not implemented on this OS".into(),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,20 +394,6 @@ mod tests {
         assert_eq!(parse_dev_numbers("259:3\n"), Some((259, 3)));
         assert_eq!(parse_dev_numbers("259"), None);
         assert_eq!(parse_dev_numbers("a:b"), None);
-    }
-
-    #[test]
-    fn cpu_time_is_known_and_grows() {
-        let before = process_cpu_time().expect("cpu time");
-        let mut x = 0u64;
-        let t = std::time::Instant::now();
-        while t.elapsed() < Duration::from_millis(30) {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(std::hint::black_box(1));
-        }
-        std::hint::black_box(x);
-        assert!(process_cpu_time().expect("cpu time") > before);
     }
 
     #[cfg(target_os = "linux")]

@@ -29,6 +29,7 @@ pub mod uring;
 #[cfg(windows)]
 pub mod windows;
 
+pub mod cpu_time;
 pub mod device;
 pub mod probe;
 

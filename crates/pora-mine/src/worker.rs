@@ -58,6 +58,8 @@ pub struct SlotShared<'a> {
     pub required: Option<[u8; 32]>,
     pub find: Find,
     pub on_io_error: OnIoError,
+    /// The backend reads inside `submit` (see [`TimeSplit`]).
+    pub inline_reads: bool,
     pub deadline: Instant,
     pub stop: &'a AtomicBool,
     /// Set by a worker that fails, so the others end too.
@@ -114,6 +116,54 @@ struct Chain {
     step: u8,
     retries: u8,
     active: bool,
+}
+
+/// The loop's wall time split into waiting for the backend and working. For methods that read
+/// inside `submit` the CPU time the thread spent in the backend (an mmap copy from the page
+/// cache, a pread's system call) is work, not waiting, so a CPU-bound mmap slot is reported as
+/// CPU-bound: it is measured with the thread's CPU clock, twice per batch, never per sample.
+struct TimeSplit {
+    inline: bool,
+    io_wait: Duration,
+    busy: Duration,
+    /// The thread's CPU time when the last batch was processed.
+    cpu_mark: Duration,
+}
+
+impl TimeSplit {
+    fn new(inline: bool) -> Self {
+        TimeSplit {
+            inline,
+            io_wait: Duration::ZERO,
+            busy: Duration::ZERO,
+            cpu_mark: if inline { thread_cpu() } else { Duration::ZERO },
+        }
+    }
+
+    /// Submit and reap took `wall`.
+    fn backend_returned(&mut self, wall: Duration) {
+        if !self.inline {
+            self.io_wait += wall;
+            return;
+        }
+        let in_backend = thread_cpu().saturating_sub(self.cpu_mark).min(wall);
+        self.io_wait += wall - in_backend;
+        self.busy += in_backend;
+    }
+
+    /// Processing a batch took `wall`.
+    fn processed(&mut self, wall: Duration) {
+        self.busy += wall;
+        if self.inline {
+            self.cpu_mark = thread_cpu();
+        }
+    }
+}
+
+/// The thread's CPU time; zero where the OS does not tell (all backend time is then waiting,
+/// as before this was measured).
+fn thread_cpu() -> Duration {
+    pora_io::cpu_time::thread_cpu_time().unwrap_or_default()
 }
 
 /// Keccak messages of one batch of completions, hashed together by the multi-buffer Keccak
@@ -228,7 +278,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             self.queue_start(idx);
         }
         self.start_queued(backend)?;
-        let (mut io_wait, mut busy) = (Duration::ZERO, Duration::ZERO);
+        let mut time = TimeSplit::new(shared.inline_reads);
         let mut processed_at = Instant::now();
         let end = loop {
             if self.active == 0 {
@@ -247,16 +297,16 @@ impl<'s, 'a> Worker<'s, 'a> {
             let wait_until = shared.deadline.min(processed_at + MAX_WAIT);
             backend.reap(&mut completions, 1, Some(wait_until))?;
             let reaped_at = Instant::now();
-            io_wait += reaped_at - processed_at;
+            time.backend_returned(reaped_at - processed_at);
             if reaped_at > shared.deadline {
                 break End::Deadline;
             }
             self.refresh_found_flags();
             self.on_batch(backend, &mut completions)?;
             processed_at = Instant::now();
-            busy += processed_at - reaped_at;
+            time.processed(processed_at - reaped_at);
         };
-        Ok((end, io_wait, busy))
+        Ok((end, time.io_wait, time.busy))
     }
 
     fn finish(mut self, end: End, io_wait: Duration, busy: Duration) -> WorkerOutcome {

@@ -339,7 +339,7 @@ fn run_workers(
                 })
             })
             .collect();
-        let cpu_before = device::process_cpu_time();
+        let cpu_before = pora_io::cpu_time::process_cpu_time();
         let wall_start = Instant::now();
         barrier.wait();
         let mut last_progress = wall_start;
@@ -361,8 +361,12 @@ fn run_workers(
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect::<Result<Vec<_>, _>>();
-        let cpu = cpu_before
-            .and_then(|before| Ok((device::process_cpu_time()? - before, wall_start.elapsed())));
+        let cpu = cpu_before.and_then(|before| {
+            Ok((
+                pora_io::cpu_time::process_cpu_time()? - before,
+                wall_start.elapsed(),
+            ))
+        });
         WorkersRun { workers, cpu }
     })
 }

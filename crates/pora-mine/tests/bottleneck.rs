@@ -1,0 +1,42 @@
+//! The bottleneck verdict of a synchronous method: reading a shard held in the page cache
+//! through mmap is memory copies, CPU work, so a slot cut by its deadline is CPU-bound, not
+//! "the disk was the limit".
+
+mod common;
+
+use common::*;
+use pora_io::{IoConfig, Method};
+use pora_mine::{Bottleneck, Miner};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[test]
+fn mmap_on_a_cached_shard_is_cpu_bound() {
+    if Method::Mmap.availability().is_err() {
+        eprintln!("SKIP: mmap is not available here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 8, 3);
+    // Just written: in the page cache.
+    let factory = pora_io::open(
+        std::slice::from_ref(&path),
+        &IoConfig {
+            method: Method::Mmap,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut cfg = config(1, 64, 0..u64::MAX);
+    cfg.slot = Duration::from_millis(300);
+    let miner = Miner::new(vec![open_shard(&path)], factory, cfg.mine()).unwrap();
+    let report = miner
+        .mine_slot(&cfg.request(randao(1)), &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(report.bottleneck, Bottleneck::Cpu, "{report:?}");
+    assert!(
+        report.io_wait_fraction < 0.5,
+        "copies from the page cache are work, not waiting: {}",
+        report.io_wait_fraction
+    );
+}

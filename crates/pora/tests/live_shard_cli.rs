@@ -51,7 +51,7 @@ fn writer(path: PathBuf, stop: Arc<AtomicBool>, touched: Arc<Mutex<HashSet<u64>>
         touched.lock().unwrap().insert(kv);
         file.seek(SeekFrom::Start(4096 + kv * KV_BYTES)).unwrap();
         file.write_all(&blob).unwrap();
-        if x % 4 == 0 {
+        if x.is_multiple_of(4) {
             let meta = 4096 + KVS * KV_BYTES + kv * 32;
             file.seek(SeekFrom::Start(meta)).unwrap();
             file.write_all(&[0x80u8; 32]).unwrap();

@@ -486,7 +486,7 @@ fn mmap_survives_truncation() {
         .unwrap()
         .set_len(new_len)
         .unwrap();
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     let faults_before = pora_io::unix::mmap_faults_contained();
 
     // Past the new end, in whole pages that are gone: the access faults and is contained.
@@ -503,7 +503,7 @@ fn mmap_survives_truncation() {
         }
         other => panic!("expected a read error, got {other}"),
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     assert!(
         pora_io::unix::mmap_faults_contained() > faults_before,
         "the SIGBUS path was exercised"

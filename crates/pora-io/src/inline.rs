@@ -1,24 +1,41 @@
-//! Synchronous methods (pread, O_DIRECT pread, mmap, Windows seek_read and mmap) behind the
-//! completion contract: a method supplies only an [`InlineReader`] (how to read one sample);
-//! [`InlineBackend`] performs the pushed reads inside `submit` and hands their completions out
-//! in `reap`. Storage is allocated once at the worker's depth.
+//! Synchronous methods (pread, O_DIRECT pread, mmap, Windows seek_read and mmap, the simulated
+//! disk's synchronous mode) behind the completion contract: a method supplies only an
+//! [`InlineReader`] (how to read one sample); [`InlineBackend`] performs the pushed reads and
+//! hands their completions out in `reap`. Storage is allocated once at the worker's depth.
+//!
+//! Bounded batches: a synchronous read blocks its thread, so a batch of `depth` reads on a slow
+//! device could keep a worker away from its deadline and stop flag for `depth` read times.
+//! `submit` therefore performs reads only until [`SUBMIT_BUDGET`] has passed (at least one per
+//! call, so every call makes progress) and leaves the rest submitted but unperformed; `reap`
+//! performs them, one at a time, until it has `min_complete` completions or its deadline has
+//! passed, exactly like an asynchronous backend waiting for a device. The clock is checked after
+//! every read, through a coarse clock where the OS has a cheap one (Linux
+//! `CLOCK_MONOTONIC_COARSE`, a few ns against ~30 ns for `Instant::now()`; it may lag by one
+//! kernel tick, at most 10 ms). A single read that blocks (a dead device) cannot be interrupted:
+//! that bound is the OS's.
 
-use crate::{Backend, Completion, IoError, Method, QueueFull, Read, ReadError, Sample};
+use crate::{
+    Backend, CancelOutcome, Completion, IoError, Method, QueueFull, Read, ReadError, Sample,
+};
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Longest stretch of reads one `submit` performs before returning (plus the read in progress).
+pub(crate) const SUBMIT_BUDGET: Duration = Duration::from_millis(10);
 
 /// How one synchronous method reads; everything else of the [`Backend`] contract is shared.
 pub(crate) trait InlineReader: Send {
     /// The method this reader implements.
     fn method(&self) -> Method;
-    /// Called once per `submit` with the batch about to be read, before any of it (periodic
-    /// length checks, prefetching).
+    /// Called once per `submit` with the reads submitted by it, before any of them is performed
+    /// (periodic length checks, prefetching).
     fn before_batch(&mut self, _batch: &[Read]) {}
     /// Reads one sample; EINTR/EAGAIN are retried inside.
     fn read(&mut self, read: &Read) -> Result<Sample, ReadError>;
 }
 
-/// A [`Backend`] whose reads complete inside `submit`, one after another.
+/// A [`Backend`] whose reads are performed by `submit` (within its budget) and `reap` (within
+/// its deadline), one after another.
 pub(crate) struct InlineBackend<R> {
     reader: R,
     queue: InlineQueue,
@@ -48,24 +65,52 @@ impl<R: InlineReader> Backend for InlineBackend<R> {
         self.queue.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
-        self.reader.before_batch(&self.queue.pending);
+        self.reader.before_batch(self.queue.mark_submitted());
+        let give_up = coarse_deadline(SUBMIT_BUDGET);
         let reader = &mut self.reader;
-        self.queue.submit_with(|r| reader.read(r))
+        self.queue
+            .perform(|r| reader.read(r), usize::MAX, || give_up.passed());
+        Ok(())
     }
-    /// Everything submitted is already complete, so the deadline never needs waiting for.
+    /// Performs submitted reads until `min_complete` completions are ready or `deadline` passes
+    /// (a deadline already past performs none), then hands out every ready completion.
     fn reap(
         &mut self,
         out: &mut Vec<Completion>,
-        _min: usize,
-        _deadline: Option<Instant>,
+        min_complete: usize,
+        deadline: Option<Instant>,
     ) -> Result<usize, IoError> {
+        let want = min_complete.min(self.queue.in_flight());
+        if self.queue.done.len() < want && self.queue.unperformed() > 0 {
+            let give_up =
+                deadline.map(|d| coarse_deadline(d.saturating_duration_since(Instant::now())));
+            if !give_up.is_some_and(|g| g.passed()) {
+                let reader = &mut self.reader;
+                self.queue.perform(
+                    |r| reader.read(r),
+                    want,
+                    || give_up.is_some_and(|g| g.passed()),
+                );
+            }
+        }
         Ok(self.queue.reap(out))
+    }
+    /// Nothing is in the OS between calls: dropping the queue is the whole cancellation.
+    fn cancel_all(&mut self, _within: Duration) -> CancelOutcome {
+        CancelOutcome {
+            discarded: self.queue.clear(),
+            still_in_flight: 0,
+        }
     }
 }
 
-/// Queue of pushed reads and finished completions for one synchronous worker.
+/// Pushed reads (`pending[..submitted]` submitted, of which `pending[..next]` performed) and
+/// finished completions of one synchronous worker. `pending` is compacted after every batch, so
+/// it never holds more than `capacity` reads and never reallocates.
 struct InlineQueue {
     pending: Vec<Read>,
+    next: usize,
+    submitted: usize,
     done: VecDeque<Completion>,
     capacity: usize,
 }
@@ -74,13 +119,20 @@ impl InlineQueue {
     fn new(capacity: usize) -> Self {
         InlineQueue {
             pending: Vec::with_capacity(capacity),
+            next: 0,
+            submitted: 0,
             done: VecDeque::with_capacity(capacity),
             capacity,
         }
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len() + self.done.len()
+        self.pending.len() - self.next + self.done.len()
+    }
+
+    /// Submitted reads not yet performed.
+    fn unperformed(&self) -> usize {
+        self.submitted - self.next
     }
 
     fn push(&mut self, read: Read) -> Result<(), QueueFull> {
@@ -91,24 +143,247 @@ impl InlineQueue {
         Ok(())
     }
 
-    /// Performs every pending read with `read_one`, in push order.
-    fn submit_with(
+    /// Marks every pushed read submitted; returns the newly submitted ones.
+    fn mark_submitted(&mut self) -> &[Read] {
+        let fresh = self.submitted;
+        self.submitted = self.pending.len();
+        &self.pending[fresh..]
+    }
+
+    /// Performs submitted reads in push order with `read_one` until `done` holds `want`
+    /// completions, none is left, or `stop()` says so (asked after each read, so at least one
+    /// read is performed).
+    fn perform(
         &mut self,
         mut read_one: impl FnMut(&Read) -> Result<Sample, ReadError>,
-    ) -> Result<(), IoError> {
-        for read in self.pending.drain(..) {
+        want: usize,
+        mut stop: impl FnMut() -> bool,
+    ) {
+        while self.next < self.submitted && self.done.len() < want {
+            let read = self.pending[self.next];
+            self.next += 1;
             let result = read_one(&read);
             self.done.push_back(Completion {
                 tag: read.tag,
                 result,
             });
+            if stop() {
+                break;
+            }
         }
-        Ok(())
+        self.compact();
+    }
+
+    /// Drops the performed reads from the front of `pending`.
+    fn compact(&mut self) {
+        if self.next == 0 {
+            return;
+        }
+        self.pending.drain(..self.next);
+        self.submitted -= self.next;
+        self.next = 0;
     }
 
     fn reap(&mut self, out: &mut Vec<Completion>) -> usize {
         let n = self.done.len();
         out.extend(self.done.drain(..));
         n
+    }
+
+    /// Forgets every pushed read and completion; returns how many there were.
+    fn clear(&mut self) -> usize {
+        let n = self.in_flight();
+        self.pending.clear();
+        self.done.clear();
+        self.next = 0;
+        self.submitted = 0;
+        n
+    }
+}
+
+/// A point in time on the coarse clock.
+#[derive(Clone, Copy)]
+struct CoarseDeadline(Duration);
+
+impl CoarseDeadline {
+    fn passed(self) -> bool {
+        coarse_now() >= self.0
+    }
+}
+
+/// `after` from now on the coarse clock.
+fn coarse_deadline(after: Duration) -> CoarseDeadline {
+    CoarseDeadline(coarse_now().saturating_add(after))
+}
+
+/// The coarse monotonic clock (Linux): updated every kernel tick, read without a system call.
+#[cfg(target_os = "linux")]
+fn coarse_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid, owned `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Elsewhere the ordinary monotonic clock, measured from the first use.
+#[cfg(not(target_os = "linux"))]
+fn coarse_now() -> Duration {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ReadErrorKind;
+
+    /// A reader whose every read takes `latency` and returns its offset's low byte.
+    struct SlowReader {
+        latency: Duration,
+        reads: usize,
+    }
+
+    impl InlineReader for SlowReader {
+        fn method(&self) -> Method {
+            Method::Sim
+        }
+        fn read(&mut self, read: &Read) -> Result<Sample, ReadError> {
+            self.reads += 1;
+            std::thread::sleep(self.latency);
+            if read.offset == u64::MAX {
+                return Err(ReadError {
+                    file: read.file,
+                    offset: read.offset,
+                    kind: ReadErrorKind::Injected,
+                });
+            }
+            Ok([read.offset as u8; 32])
+        }
+    }
+
+    fn slow_backend(latency_ms: u64, depth: usize) -> InlineBackend<SlowReader> {
+        InlineBackend::new(
+            SlowReader {
+                latency: Duration::from_millis(latency_ms),
+                reads: 0,
+            },
+            depth,
+        )
+    }
+
+    fn push_all(b: &mut InlineBackend<SlowReader>, n: u32) {
+        for tag in 0..n {
+            b.push(Read {
+                tag,
+                file: 0,
+                offset: u64::from(tag),
+            })
+            .unwrap();
+        }
+    }
+
+    /// One `submit` of 1,000 reads of 5 ms each performs only what fits in its budget, and a
+    /// reap with a deadline in the past performs none; the rest complete later, all correct.
+    #[test]
+    fn submit_stops_at_its_budget_and_reap_at_its_deadline() {
+        let mut b = slow_backend(5, 1000);
+        push_all(&mut b, 1000);
+        b.submit().unwrap();
+        // Each read sleeps >= 5 ms and the clock is checked after each: at most
+        // budget / 5 ms + 1 reads, plus one tick of the coarse clock (<= 10 ms: 2 reads).
+        let bound = (SUBMIT_BUDGET.as_millis() / 5) as usize + 3;
+        assert!(
+            b.reader.reads <= bound,
+            "{} reads in one submit",
+            b.reader.reads
+        );
+        assert_eq!(b.in_flight(), 1000);
+        let mut out = Vec::with_capacity(1000);
+        let after_submit = b.reader.reads;
+        b.reap(
+            &mut out,
+            1000,
+            Some(Instant::now() - Duration::from_millis(1)),
+        )
+        .unwrap();
+        assert_eq!(
+            b.reader.reads, after_submit,
+            "a past deadline performs nothing"
+        );
+        assert_eq!(out.len(), after_submit);
+        // A reap with 20 ms left performs about 4 more, never hundreds.
+        b.reap(
+            &mut out,
+            1000,
+            Some(Instant::now() + Duration::from_millis(20)),
+        )
+        .unwrap();
+        assert!(b.reader.reads - after_submit <= 20 / 5 + 3);
+        // Without a deadline it performs exactly what was asked for.
+        let before = b.reader.reads;
+        b.reap(&mut out, 3, None).unwrap();
+        assert_eq!(b.reader.reads, before + 3);
+        let gone = b.cancel_all(Duration::ZERO);
+        assert_eq!(gone.discarded + out.len(), 1000);
+        assert!(gone.is_idle());
+        assert_eq!(b.in_flight(), 0);
+        for c in &out {
+            assert_eq!(c.result.as_ref().unwrap()[0], c.tag as u8);
+        }
+    }
+
+    /// Reads pushed after a partial batch keep push order, never exceed the depth and each
+    /// completes exactly once.
+    #[test]
+    fn partial_batches_keep_order_and_capacity() {
+        let mut b = slow_backend(0, 8);
+        push_all(&mut b, 8);
+        assert_eq!(
+            b.push(Read {
+                tag: 99,
+                file: 0,
+                offset: 0
+            }),
+            Err(QueueFull)
+        );
+        b.submit().unwrap();
+        let mut out = Vec::new();
+        b.reap(&mut out, 3, None).unwrap();
+        assert!(out.len() >= 3);
+        let first = out.len() as u32;
+        for tag in 100..100 + first {
+            b.push(Read {
+                tag,
+                file: 0,
+                offset: u64::from(tag),
+            })
+            .unwrap();
+        }
+        assert_eq!(b.in_flight(), 8);
+        b.submit().unwrap();
+        while b.in_flight() > 0 {
+            b.reap(&mut out, 1, None).unwrap();
+        }
+        let tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+        let mut expected: Vec<u32> = (0..8).collect();
+        expected.extend(100..100 + first);
+        assert_eq!(tags, expected);
+        assert!(b.queue.pending.capacity() == 8, "no reallocation");
+    }
+
+    /// Reads pushed but not submitted are neither performed by `reap` nor waited for.
+    #[test]
+    fn reap_never_performs_unsubmitted_reads() {
+        let mut b = slow_backend(0, 4);
+        push_all(&mut b, 2);
+        let mut out = Vec::new();
+        assert_eq!(b.reap(&mut out, 2, None).unwrap(), 0);
+        assert_eq!(b.reader.reads, 0);
+        b.submit().unwrap();
+        b.reap(&mut out, 2, None).unwrap();
+        assert_eq!(out.len(), 2);
     }
 }

@@ -13,10 +13,17 @@
 //!
 //! A [`BackendFactory`] is opened once over all files of a mining run (read-only, always) and
 //! hands each worker thread its own [`Backend`]: per-worker handles, rings or ports.
+//!
+//! Every wait is bounded. [`Backend::cancel_all`] drops queued reads and waits at most a given
+//! time for in-flight ones; dropping a backend does the same within [`TEARDOWN_WAIT`], and a
+//! backend whose reads the OS still holds after that (a dead or hung device) is leaked, ring or
+//! port and buffers together, instead of freed under the kernel's feet: [`leaked_backends`]
+//! counts them.
 
 pub mod align;
 mod error;
 mod inline;
+mod leak;
 mod method;
 mod overlapped_logic;
 mod positional;
@@ -34,12 +41,13 @@ pub mod device;
 pub mod probe;
 
 pub use error::{IoError, ReadError, ReadErrorKind};
+pub use leak::{leaked_backends, TEARDOWN_WAIT};
 pub use method::{Method, Unavailable};
 pub use sim::{SimConfig, SimFault};
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Bytes of one sample: what every read returns to the caller.
 pub const SAMPLE_LEN: usize = 32;
@@ -68,6 +76,25 @@ pub struct Completion {
 #[error("backend queue is full")]
 pub struct QueueFull;
 
+/// What [`Backend::cancel_all`] achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CancelOutcome {
+    /// Reads that were queued or in flight and are now gone: dropped before reaching the OS,
+    /// cancelled, or completed and discarded.
+    pub discarded: usize,
+    /// Reads the OS still held when the time ran out (equal to `in_flight()` afterwards). Their
+    /// buffers stay owned by the backend; the caller should drop it (which leaks what the OS may
+    /// still write into, see [`leaked_backends`]) and create a new one.
+    pub still_in_flight: usize,
+}
+
+impl CancelOutcome {
+    /// Whether the backend is idle and can be reused.
+    pub fn is_idle(&self) -> bool {
+        self.still_in_flight == 0
+    }
+}
+
 /// One worker's access to the files. Not shared between threads.
 pub trait Backend: Send {
     /// The method this backend implements.
@@ -94,6 +121,29 @@ pub trait Backend: Send {
         min_complete: usize,
         deadline: Option<Instant>,
     ) -> Result<usize, IoError>;
+
+    /// Forgets every read pushed and not yet reaped, waiting at most `within` for the OS to give
+    /// back the ones it holds: queued reads are dropped, in-flight ones are cancelled where the
+    /// OS can (io_uring `ASYNC_CANCEL`, IOCP `CancelIoEx`) and otherwise waited for; their
+    /// completions are discarded, never returned by a later `reap`. Synchronous methods hold
+    /// nothing in the OS between calls and return at once. A failure of the ring or port itself
+    /// counts the reads as still in flight. The default drains through `submit`/`reap`.
+    fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
+        let give_up = Instant::now() + within;
+        let before = self.in_flight();
+        let mut discard = Vec::with_capacity(self.capacity());
+        let mut failed = self.submit().is_err();
+        while !failed && self.in_flight() > 0 && Instant::now() < give_up {
+            failed = self
+                .reap(&mut discard, self.in_flight(), Some(give_up))
+                .is_err();
+            discard.clear();
+        }
+        CancelOutcome {
+            discarded: before - self.in_flight(),
+            still_in_flight: self.in_flight(),
+        }
+    }
 }
 
 /// How a backend moves data: the unit of one read.

@@ -7,17 +7,24 @@
 //! The shape follows TigerBeetle's `src/io/windows.zig`: operation slots are owned by the worker
 //! and allocated once at its depth, nothing is allocated per read, and the caller's deadline is
 //! the wait's timeout.
+//!
+//! Teardown is bounded: `cancel_all` asks the OS to cancel (`CancelIoEx`) and waits at most the
+//! time it is given; dropping the engine does that within [`TEARDOWN_WAIT`], and if reads are
+//! still pending (a dead device) the driver leaks its OVERLAPPEDs, buffers, handles and port
+//! rather than free memory the kernel may still write.
 
 // Only the Windows backend uses this at run time; elsewhere it is compiled for its unit tests.
 #![cfg_attr(not(windows), allow(dead_code))]
 
+use crate::leak::note_leaked_backend;
 use crate::{
-    BlockSize, Completion, IoError, QueueFull, Read, ReadError, ReadErrorKind, Sample, SAMPLE_LEN,
+    BlockSize, CancelOutcome, Completion, IoError, QueueFull, Read, ReadError, ReadErrorKind,
+    Sample, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Win32 `ERROR_HANDLE_EOF`: the read started at or past the end of the file.
 pub(crate) const WIN32_ERROR_HANDLE_EOF: i32 = 38;
@@ -287,7 +294,7 @@ pub(crate) trait OverlappedDriver {
     /// Asks the OS to cancel every pending read; each still completes (with an error) via `wait`.
     fn cancel_all(&mut self);
     /// Called when pending reads could not be drained: the driver must never free memory the OS
-    /// may still write to, so it leaks its buffers instead.
+    /// may still write to (buffers, OVERLAPPEDs), so it leaks them, with its handles and port.
     fn leak_buffers(&mut self);
 }
 
@@ -312,6 +319,12 @@ pub(crate) struct OverlappedEngine<D: OverlappedDriver> {
     pending_in_os: usize,
     ready: VecDeque<Completion>,
     events: Box<[PortEvent]>,
+    /// How long dropping the engine waits for cancelled reads ([`TEARDOWN_WAIT`]).
+    teardown_wait: Duration,
+    /// A `cancel_all` ran out of time with reads still pending: `shutdown` no longer waits.
+    cancel_gave_up: bool,
+    /// `shutdown` leaked the driver's memory (counted once).
+    leaked: bool,
 }
 
 impl<D: OverlappedDriver> OverlappedEngine<D> {
@@ -335,6 +348,9 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
             pending_in_os: 0,
             ready: VecDeque::with_capacity(depth),
             events: vec![PortEvent::default(); depth].into_boxed_slice(),
+            teardown_wait: TEARDOWN_WAIT,
+            cancel_gave_up: false,
+            leaked: false,
         }
     }
 
@@ -510,27 +526,57 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         n
     }
 
-    /// Cancels and drains every pending read so no buffer is freed while the OS may write to it.
-    /// Returns false (and leaks the driver's buffers) if they could not all be drained.
-    pub(crate) fn shutdown(&mut self) -> bool {
-        if self.pending_in_os == 0 {
-            return true;
-        }
-        self.driver.cancel_all();
-        for _ in 0..60 {
-            if self.pending_in_os == 0 {
-                break;
-            }
-            if self.wait_once(1000).is_err() {
-                break;
-            }
+    /// The contract's `cancel_all`: drops queued reads (never started) and ready completions,
+    /// asks the OS to cancel pending ones and waits at most `within` for their packets, which
+    /// are discarded.
+    pub(crate) fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
+        let give_up = Instant::now() + within;
+        let before = self.in_flight();
+        for slot in self.queued.drain(..) {
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
         }
         self.ready.clear();
         if self.pending_in_os > 0 {
-            self.driver.leak_buffers();
-            return false;
+            self.driver.cancel_all();
         }
-        true
+        while self.pending_in_os > 0 {
+            let timeout = timeout_ms(Instant::now(), Some(give_up));
+            match self.wait_once(timeout) {
+                Ok(0) if timeout == 0 => break,
+                Ok(_) => self.ready.clear(),
+                // A broken port: the reads stay counted as pending, so the backend is replaced.
+                Err(_) => break,
+            }
+        }
+        self.ready.clear();
+        let still = self.pending_in_os;
+        self.cancel_gave_up |= still > 0;
+        CancelOutcome {
+            discarded: before - still,
+            still_in_flight: still,
+        }
+    }
+
+    /// Cancels and drains every pending read within [`TEARDOWN_WAIT`] (at once if a
+    /// `cancel_all` already gave up) so no buffer is freed while the OS may write to it.
+    /// Returns false, leaks the driver's memory, handles and port and counts the leak
+    /// ([`crate::leaked_backends`]) if they could not all be drained.
+    pub(crate) fn shutdown(&mut self) -> bool {
+        let within = if self.cancel_gave_up {
+            Duration::ZERO
+        } else {
+            self.teardown_wait
+        };
+        if self.cancel_all(within).is_idle() {
+            return true;
+        }
+        if !self.leaked {
+            self.leaked = true;
+            self.driver.leak_buffers();
+            note_leaked_backend();
+        }
+        false
     }
 }
 

@@ -15,10 +15,23 @@
 //! order of pushes. Storage for `capacity()` reads is allocated when the worker is created;
 //! nothing is allocated per read. [`SimStats`] is a shared handle of counters (including the
 //! most reads any one worker ever had in flight) that tests keep a clone of.
+//!
+//! Two more behaviours, for tests of bounded waits:
+//! - a dead device (`dead_after_reads`): after that many reads, counted over every worker of
+//!   the factory, the device stops answering: later reads never complete and cannot be
+//!   cancelled, as on a disk that hung. A `reap` waits for them until its deadline (forever
+//!   without one), `cancel_all` gives up after its time, and dropping such a backend counts it
+//!   in [`crate::leaked_backends`], like a real one that had to leak its buffers;
+//! - a synchronous mode (`synchronous`): the worker is an inline backend, like `pread`, whose
+//!   reads block for their drawn latency (forever on a dead device), to test that synchronous
+//!   batches honour deadlines. In this mode `reads_submitted` counts reads performed, and the
+//!   push/reap counters stay 0.
 
+use crate::inline::{InlineBackend, InlineReader};
+use crate::leak::note_leaked_backend;
 use crate::{
-    Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read, ReadError,
-    ReadErrorKind, Sample, SAMPLE_LEN,
+    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    ReadError, ReadErrorKind, Sample, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -48,6 +61,11 @@ pub struct SimConfig {
     pub fault_probability: Option<f64>,
     /// Counters shared by every worker of the factory; keep a clone to read them.
     pub stats: SimStats,
+    /// The device stops answering after this many reads (over all workers): every later read
+    /// never completes. `None`: it never dies.
+    pub dead_after_reads: Option<u64>,
+    /// Workers perform each read synchronously (sleeping its latency), like `pread`.
+    pub synchronous: bool,
 }
 
 /// A fault injected for reads that touch `[offset_start, offset_end)` of file `file`.
@@ -74,6 +92,7 @@ struct StatsInner {
     faults_injected: AtomicU64,
     max_in_flight_seen: AtomicUsize,
     workers_created: AtomicU64,
+    reads_unanswered: AtomicU64,
 }
 
 impl SimStats {
@@ -100,6 +119,10 @@ impl SimStats {
     /// Worker backends created so far.
     pub fn workers_created(&self) -> u64 {
         self.inner.workers_created.load(Ordering::Relaxed)
+    }
+    /// Reads the dead device took and will never answer.
+    pub fn reads_unanswered(&self) -> u64 {
+        self.inner.reads_unanswered.load(Ordering::Relaxed)
     }
 }
 
@@ -139,12 +162,15 @@ pub(crate) fn open(
     Ok(Arc::new(SimFactory {
         files: Arc::new(files),
         config: sim.clone(),
+        reads_taken: Arc::new(AtomicU64::new(0)),
     }))
 }
 
 struct SimFactory {
     files: Arc<Vec<File>>,
     config: SimConfig,
+    /// Reads the device has taken, over all workers (for `dead_after_reads`).
+    reads_taken: Arc<AtomicU64>,
 }
 
 impl BackendFactory for SimFactory {
@@ -153,8 +179,12 @@ impl BackendFactory for SimFactory {
     }
     fn describe(&self) -> String {
         let c = &self.config;
+        let dead = c
+            .dead_after_reads
+            .map_or(String::new(), |n| format!(", dead after {n} reads"));
+        let mode = if c.synchronous { ", synchronous" } else { "" };
         format!(
-            "sim: latency {}..{} us (slow tail {}..{} us at p={}), {} fault range(s), seed {}",
+            "sim: latency {}..{} us (slow tail {}..{} us at p={}), {} fault range(s), seed {}{dead}{mode}",
             c.latency_us.0,
             c.latency_us.1,
             c.slow_latency_us.0,
@@ -175,17 +205,35 @@ impl BackendFactory for SimFactory {
         let rng = Xoshiro256PlusPlus::seed_from_u64(
             self.config.seed ^ worker_no.wrapping_mul(0x9e37_79b9_7f4a_7c15),
         );
-        Ok(Box::new(SimBackend {
+        let device = Device {
             files: self.files.clone(),
             config: self.config.clone(),
             rng,
+            reads_taken: self.reads_taken.clone(),
+        };
+        if self.config.synchronous {
+            return Ok(Box::new(InlineBackend::new(SyncReader { device }, depth)));
+        }
+        Ok(Box::new(SimBackend {
+            device,
             slots: vec![Slot::default(); depth],
             free: (0..depth as u32).rev().collect(),
             queued: Vec::with_capacity(depth),
             due: BinaryHeap::with_capacity(depth),
+            unanswered: Vec::with_capacity(depth),
             push_seq: 0,
+            cancel_gave_up: false,
         }))
     }
+}
+
+/// One worker's view of the simulated device: the files, the knobs, its random generator and
+/// the device-wide count of reads taken.
+struct Device {
+    files: Arc<Vec<File>>,
+    config: SimConfig,
+    rng: Xoshiro256PlusPlus,
+    reads_taken: Arc<AtomicU64>,
 }
 
 /// One read's storage, reused: its latency until submitted, then its result until reaped.
@@ -197,9 +245,7 @@ struct Slot {
 }
 
 struct SimBackend {
-    files: Arc<Vec<File>>,
-    config: SimConfig,
-    rng: Xoshiro256PlusPlus,
+    device: Device,
     slots: Vec<Slot>,
     /// Unused slot numbers.
     free: Vec<u32>,
@@ -207,10 +253,14 @@ struct SimBackend {
     queued: Vec<u32>,
     /// Submitted: (due time, push sequence, slot number), earliest first.
     due: BinaryHeap<Reverse<(Instant, u64, u32)>>,
+    /// Submitted to the dead device: never due.
+    unanswered: Vec<u32>,
     push_seq: u64,
+    /// A `cancel_all` ran out of time with reads still at the device.
+    cancel_gave_up: bool,
 }
 
-impl SimBackend {
+impl Device {
     /// Uniform in `[0, 1)` from 53 random bits.
     fn unit(&mut self) -> f64 {
         (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -252,6 +302,82 @@ impl SimBackend {
             None => eio(),
         })
     }
+
+    /// Takes one read; false once the device is dead (the read will never be answered).
+    fn take_read(&mut self) -> bool {
+        let taken = self.reads_taken.fetch_add(1, Ordering::Relaxed);
+        let alive = match self.config.dead_after_reads {
+            Some(n) => taken < n,
+            None => true,
+        };
+        if !alive {
+            self.config
+                .stats
+                .inner
+                .reads_unanswered
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        alive
+    }
+
+    /// The injected fault (counted) or the file error for `read`, if any; `None` means the read
+    /// returns the file's bytes.
+    fn planned_error(&mut self, read: &Read) -> Option<ReadError> {
+        let fault = self.draw_fault(read);
+        let kind = match (fault, self.files.get(read.file as usize)) {
+            (Some(kind), _) => {
+                self.config
+                    .stats
+                    .inner
+                    .faults_injected
+                    .fetch_add(1, Ordering::Relaxed);
+                kind
+            }
+            (None, None) => ReadErrorKind::OutOfBounds { file_len: 0 },
+            (None, Some(_)) => return None,
+        };
+        Some(ReadError {
+            file: read.file,
+            offset: read.offset,
+            kind,
+        })
+    }
+
+    fn read_bytes(&self, read: &Read) -> Result<Sample, ReadError> {
+        crate::positional::read_sample(&self.files[read.file as usize], read.file, read.offset)
+    }
+}
+
+/// The synchronous mode: each read blocks for its latency, then returns the bytes.
+struct SyncReader {
+    device: Device,
+}
+
+impl InlineReader for SyncReader {
+    fn method(&self) -> Method {
+        Method::Sim
+    }
+    fn read(&mut self, read: &Read) -> Result<Sample, ReadError> {
+        let latency = self.device.draw_latency();
+        let planned = self.device.planned_error(read);
+        self.device
+            .config
+            .stats
+            .inner
+            .reads_submitted
+            .fetch_add(1, Ordering::Relaxed);
+        if !self.device.take_read() {
+            // A synchronous read on a hung device blocks its thread for good.
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        std::thread::sleep(latency);
+        match planned {
+            Some(e) => Err(e),
+            None => self.device.read_bytes(read),
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -279,36 +405,16 @@ impl Backend for SimBackend {
 
     fn push(&mut self, read: Read) -> Result<(), QueueFull> {
         let slot_no = self.free.pop().ok_or(QueueFull)?;
-        let latency = self.draw_latency();
-        let fault = self.draw_fault(&read);
-        let result = match (fault, self.files.get(read.file as usize)) {
-            (Some(kind), _) => {
-                self.config
-                    .stats
-                    .inner
-                    .faults_injected
-                    .fetch_add(1, Ordering::Relaxed);
-                Some(Err(ReadError {
-                    file: read.file,
-                    offset: read.offset,
-                    kind,
-                }))
-            }
-            (None, None) => Some(Err(ReadError {
-                file: read.file,
-                offset: read.offset,
-                kind: ReadErrorKind::OutOfBounds { file_len: 0 },
-            })),
-            // The bytes are read at submit time, like a real device.
-            (None, Some(_)) => None,
-        };
+        let latency = self.device.draw_latency();
+        // The bytes are read at submit time, like a real device.
+        let result = self.device.planned_error(&read).map(Err);
         self.slots[slot_no as usize] = Slot {
             read: Some(read),
             latency,
             result,
         };
         self.queued.push(slot_no);
-        let stats = &self.config.stats.inner;
+        let stats = &self.device.config.stats.inner;
         stats.reads_pushed.fetch_add(1, Ordering::Relaxed);
         stats
             .max_in_flight_seen
@@ -320,20 +426,21 @@ impl Backend for SimBackend {
         let now = Instant::now();
         let submitted = self.queued.len() as u64;
         for slot_no in self.queued.drain(..) {
+            if !self.device.take_read() {
+                self.unanswered.push(slot_no);
+                continue;
+            }
             let slot = &mut self.slots[slot_no as usize];
             let read = slot.read.expect("a queued slot holds its read");
             if slot.result.is_none() {
-                slot.result = Some(crate::positional::read_sample(
-                    &self.files[read.file as usize],
-                    read.file,
-                    read.offset,
-                ));
+                slot.result = Some(self.device.read_bytes(&read));
             }
             self.push_seq += 1;
             self.due
                 .push(Reverse((now + slot.latency, self.push_seq, slot_no)));
         }
-        self.config
+        self.device
+            .config
             .stats
             .inner
             .reads_submitted
@@ -347,8 +454,9 @@ impl Backend for SimBackend {
         min_complete: usize,
         deadline: Option<Instant>,
     ) -> Result<usize, IoError> {
-        // Only submitted reads can complete; waiting for more would never end.
-        let min_complete = min_complete.min(self.due.len());
+        // Only submitted reads can complete; waiting for more would never end. Reads the dead
+        // device took count: they are waited for until the deadline, as on a real device.
+        let min_complete = min_complete.min(self.due.len() + self.unanswered.len());
         let mut appended = 0;
         loop {
             let now = Instant::now();
@@ -373,18 +481,74 @@ impl Backend for SimBackend {
             if appended >= min_complete || deadline.is_some_and(|d| now >= d) {
                 break;
             }
-            let Some(&Reverse((next_due, _, _))) = self.due.peek() else {
-                break;
+            let next_due = self.due.peek().map(|&Reverse((due, _, _))| due);
+            let wake = match (deadline, next_due) {
+                (Some(d), Some(due)) => d.min(due),
+                (Some(d), None) => d,
+                (None, Some(due)) => due,
+                // Only unanswered reads left and no deadline: wait, as for a hung disk.
+                (None, None) => now + Duration::from_secs(3600),
             };
-            let wake = deadline.map_or(next_due, |d| d.min(next_due));
             std::thread::sleep(wake.saturating_duration_since(now));
         }
-        self.config
+        self.device
+            .config
             .stats
             .inner
             .completions_reaped
             .fetch_add(appended as u64, Ordering::Relaxed);
         Ok(appended)
+    }
+
+    /// Queued reads are dropped; reads at the device cannot be cancelled, so they are waited
+    /// for (until due, at most `within`) and discarded; the dead device's never come back.
+    fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
+        let give_up = Instant::now() + within;
+        let before = self.in_flight();
+        for slot_no in self.queued.drain(..) {
+            self.slots[slot_no as usize] = Slot::default();
+            self.free.push(slot_no);
+        }
+        loop {
+            let now = Instant::now();
+            while let Some(&Reverse((due, _, slot_no))) = self.due.peek() {
+                if due > now {
+                    break;
+                }
+                self.due.pop();
+                self.slots[slot_no as usize] = Slot::default();
+                self.free.push(slot_no);
+            }
+            match self.due.peek() {
+                Some(&Reverse((due, _, _))) if now < give_up => {
+                    std::thread::sleep(due.min(give_up).saturating_duration_since(now));
+                }
+                _ => break,
+            }
+        }
+        let still = self.in_flight();
+        self.cancel_gave_up |= still > 0;
+        CancelOutcome {
+            discarded: before - still,
+            still_in_flight: still,
+        }
+    }
+}
+
+impl Drop for SimBackend {
+    /// Models a real backend's bounded teardown without waiting: reads the device would not
+    /// answer within [`TEARDOWN_WAIT`] (never, on a dead device) make it a leaked backend.
+    fn drop(&mut self) {
+        let wait = if self.cancel_gave_up {
+            Duration::ZERO
+        } else {
+            TEARDOWN_WAIT
+        };
+        let give_up = Instant::now() + wait;
+        let late = self.due.iter().any(|&Reverse((due, _, _))| due > give_up);
+        if late || !self.unanswered.is_empty() {
+            note_leaked_backend();
+        }
     }
 }
 
@@ -462,6 +626,142 @@ mod tests {
         );
         assert_eq!(a, order(7), "same seed, same pushes: same order");
         assert_ne!(a, order(8));
+    }
+
+    fn push_n(b: &mut dyn Backend, n: u32) {
+        for tag in 0..n {
+            b.push(Read {
+                tag,
+                file: 0,
+                offset: u64::from(tag) * 64,
+            })
+            .unwrap();
+        }
+    }
+
+    /// After `dead_after_reads` reads the device never answers: a reap waits until its deadline
+    /// and gets only the earlier reads, `cancel_all` gives up, and dropping counts a leak.
+    #[test]
+    fn a_dead_device_never_answers_and_its_backend_is_leaked() {
+        let f = file_of(1 << 16);
+        let stats = SimStats::default();
+        let sim = SimConfig {
+            latency_us: (100, 200),
+            dead_after_reads: Some(3),
+            stats: stats.clone(),
+            ..Default::default()
+        };
+        let factory = open_sim(&f, sim);
+        let mut b = factory.worker(8).unwrap();
+        push_n(b.as_mut(), 6);
+        b.submit().unwrap();
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_millis(50);
+        while Instant::now() < deadline {
+            b.reap(&mut out, 6, Some(deadline)).unwrap();
+        }
+        assert_eq!(out.len(), 3, "only the reads before the device died");
+        assert!(out.iter().all(|c| c.result.is_ok()));
+        assert_eq!((b.in_flight(), stats.reads_unanswered()), (3, 3));
+        let outcome = b.cancel_all(Duration::from_millis(10));
+        assert_eq!(
+            outcome,
+            CancelOutcome {
+                discarded: 0,
+                still_in_flight: 3
+            }
+        );
+        // A new worker of the same device is just as dead.
+        let mut fresh = factory.worker(2).unwrap();
+        push_n(fresh.as_mut(), 1);
+        fresh.submit().unwrap();
+        assert_eq!(stats.reads_unanswered(), 4);
+        let leaked = crate::leaked_backends();
+        drop(b);
+        drop(fresh);
+        assert!(crate::leaked_backends() >= leaked + 2);
+    }
+
+    /// `cancel_all` on a live device drops queued reads, waits for the ones at the device and
+    /// leaves the backend idle (not leaked).
+    #[test]
+    fn cancel_all_on_a_live_device_waits_for_reads_at_the_device() {
+        let f = file_of(1 << 16);
+        let sim = SimConfig {
+            latency_us: (1000, 3000),
+            ..Default::default()
+        };
+        let mut b = open_sim(&f, sim).worker(8).unwrap();
+        push_n(b.as_mut(), 5);
+        b.submit().unwrap();
+        push_n(b.as_mut(), 2);
+        let outcome = b.cancel_all(Duration::from_secs(5));
+        assert_eq!(
+            outcome,
+            CancelOutcome {
+                discarded: 7,
+                still_in_flight: 0
+            }
+        );
+        let mut out = Vec::new();
+        assert_eq!(b.reap(&mut out, 1, Some(Instant::now())).unwrap(), 0);
+        push_n(b.as_mut(), 8);
+        b.submit().unwrap();
+        assert_eq!(drain(b.as_mut()).len(), 8);
+    }
+
+    /// Synchronous mode at depth 1,000 with 5 ms reads: one `submit` performs only what fits
+    /// its budget, a reap whose deadline has passed performs none, and one with 30 ms left
+    /// performs a handful, not the batch; every read returns the file's bytes.
+    #[test]
+    fn synchronous_mode_honours_deadlines_inside_a_batch() {
+        let f = file_of(1 << 16);
+        let stats = SimStats::default();
+        let sim = SimConfig {
+            latency_us: (5000, 5000),
+            synchronous: true,
+            stats: stats.clone(),
+            ..Default::default()
+        };
+        let mut b = open_sim(&f, sim).worker(1000).unwrap();
+        push_n(b.as_mut(), 1000);
+        b.submit().unwrap();
+        // Each read blocks >= 5 ms and the clock is read after each one: at most budget / 5 ms
+        // + 1 reads, + 2 for one tick of the coarse clock.
+        let per_budget = (crate::inline::SUBMIT_BUDGET.as_millis() / 5) as u64 + 3;
+        assert!(
+            stats.reads_submitted() <= per_budget,
+            "{}",
+            stats.reads_submitted()
+        );
+        let mut out = Vec::new();
+        let performed = stats.reads_submitted();
+        b.reap(
+            &mut out,
+            1000,
+            Some(Instant::now() - Duration::from_millis(1)),
+        )
+        .unwrap();
+        assert_eq!(
+            stats.reads_submitted(),
+            performed,
+            "deadline passed: no read"
+        );
+        b.reap(
+            &mut out,
+            1000,
+            Some(Instant::now() + Duration::from_millis(30)),
+        )
+        .unwrap();
+        let after_deadline = stats.reads_submitted() - performed;
+        assert!(after_deadline <= 30 / 5 + 3, "{after_deadline} reads");
+        assert_eq!(out.len() as u64, stats.reads_submitted());
+        for c in &out {
+            let sample = c.result.as_ref().unwrap();
+            assert_eq!(sample[0], ((c.tag as usize * 64) % 251) as u8);
+        }
+        assert!(b.cancel_all(Duration::ZERO).is_idle());
+        assert_eq!(b.in_flight(), 0);
     }
 
     #[test]

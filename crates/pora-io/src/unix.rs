@@ -7,12 +7,12 @@
 
 mod blockdev;
 mod mmap;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 mod sigbus;
 
 pub use blockdev::{logical_block_size, LogicalBlock};
 pub use mmap::LENGTH_CHECK_READS as MMAP_LENGTH_CHECK_READS;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub use sigbus::faults_contained as mmap_faults_contained;
 
 use crate::align::{self, AlignedBuf};

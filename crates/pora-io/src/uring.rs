@@ -3,12 +3,23 @@
 //! with the ring (READ_FIXED) when the locked-memory limit allows, batched submission (every
 //! queued SQE, then one `io_uring_enter`) and batched reaping with a deadline (`EXT_ARG` timeout,
 //! or an `IORING_OP_TIMEOUT` entry on kernels without it).
+//!
+//! Kernel lifetimes: the kernel reads the arena (as the target of reads) until each read's CQE is
+//! posted, and reads a timeout entry's timespec when it consumes the entry, which can be a later
+//! `io_uring_enter` than the one it was queued for (EAGAIN/EBUSY leave entries in the queue). So
+//! the arena and the timespec are owned by the backend next to the ring, the timespec is never
+//! rewritten while an entry pointing at it may still be unconsumed, and both are freed only after
+//! the ring, when no read is in flight. Dropping a backend cancels its reads
+//! (`IORING_OP_ASYNC_CANCEL`) and waits at most [`TEARDOWN_WAIT`]; if the kernel still holds
+//! reads after that (a dead device), ring, arena and timespec are leaked, never freed, and
+//! [`crate::leaked_backends`] counts it.
 
 use crate::align::{self, AlignedBuf, BlockRange};
+use crate::leak::note_leaked_backend;
 use crate::unix::{logical_block_size, no_such_file, open_direct, open_read_only};
 use crate::{
-    Backend, BackendFactory, BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read,
-    ReadError, ReadErrorKind, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, CancelOutcome, Completion, IoConfig, IoError, Method,
+    QueueFull, Read, ReadError, ReadErrorKind, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use io_uring::{opcode, types, IoUring};
 use std::fs::File;
@@ -21,6 +32,8 @@ use std::time::{Duration, Instant};
 
 /// `user_data` of timeout entries (slot ids are below 2^32).
 const TIMEOUT_USER_DATA: u64 = u64::MAX;
+/// `user_data` of cancel entries.
+const CANCEL_USER_DATA: u64 = u64::MAX - 1;
 /// io_uring's limit on submission queue entries (IORING_MAX_ENTRIES).
 const MAX_RING_ENTRIES: usize = 32768;
 /// A single registered buffer may not exceed 1 GiB.
@@ -205,7 +218,8 @@ impl Slot {
 
 struct UringBackend {
     method: Method,
-    ring: IoUring,
+    /// Dropped by `Drop` only once no read is in flight (leaked otherwise).
+    ring: ManuallyDrop<IoUring>,
     /// Keeps the registered descriptors open.
     files: Vec<File>,
     unit: Option<u32>,
@@ -217,6 +231,16 @@ struct UringBackend {
     fixed_buffers: bool,
     /// Use an IORING_OP_TIMEOUT entry for deadlines (kernels without IORING_FEAT_EXT_ARG).
     timeout_entries: bool,
+    /// What the timeout entry points at: boxed (its address never changes), freed with the arena.
+    timeout_ts: ManuallyDrop<Box<types::Timespec>>,
+    /// A timeout entry pointing at `timeout_ts` was queued and may not be consumed yet: the
+    /// timespec must not be rewritten until the submission queue is empty.
+    timeout_in_sq: bool,
+    /// Ask the kernel to cancel in-flight reads in `cancel_all` (tests turn it off to play a
+    /// device whose reads cannot be cancelled).
+    send_cancels: bool,
+    /// A `cancel_all` ran out of time with reads still in the kernel: `Drop` no longer waits.
+    cancel_gave_up: bool,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Pushed, not yet in the submission queue.
@@ -268,7 +292,7 @@ impl UringBackend {
         let cq_entries = ring.params().cq_entries() as usize;
         Ok(UringBackend {
             method: factory.method,
-            ring,
+            ring: ManuallyDrop::new(ring),
             files,
             unit: factory.unit,
             resume_align: factory.resume_align,
@@ -276,6 +300,10 @@ impl UringBackend {
             slot_bytes,
             fixed_buffers,
             timeout_entries,
+            timeout_ts: ManuallyDrop::new(Box::new(types::Timespec::new())),
+            timeout_in_sq: false,
+            send_cancels: true,
+            cancel_gave_up: false,
             slots: vec![Slot::EMPTY; depth],
             free: (0..depth as u32).rev().collect(),
             queued: Vec::with_capacity(depth),
@@ -322,7 +350,9 @@ impl UringBackend {
         };
         let entry = entry.user_data(u64::from(id));
         loop {
-            // SAFETY: the buffer stays valid and untouched until the slot's CQE is processed.
+            // SAFETY: the buffer lies in the arena, which is freed only after the ring (never
+            // while a read is in flight: `Drop` leaks both otherwise), and nothing else touches
+            // this slot's bytes until its CQE has been processed.
             if unsafe { self.ring.submission().push(&entry) }.is_ok() {
                 return Ok(());
             }
@@ -336,26 +366,24 @@ impl UringBackend {
         loop {
             let result = match timeout {
                 Some(t) if !self.timeout_entries => {
+                    // The kernel copies this timespec inside the call (EXT_ARG), so the stack is
+                    // fine here.
                     let ts = types::Timespec::from(t);
                     let args = types::SubmitArgs::new().timespec(&ts);
                     self.ring.submitter().submit_with_args(want, &args)
                 }
-                Some(t) => {
-                    let ts = types::Timespec::from(t);
-                    let entry = opcode::Timeout::new(&ts)
-                        .count(want as u32)
-                        .build()
-                        .user_data(TIMEOUT_USER_DATA);
-                    // SAFETY: the kernel copies the timespec while preparing the entry, inside
-                    // the submit below, while `ts` is alive.
-                    if unsafe { self.ring.submission().push(&entry) }.is_err() {
-                        self.ring.submit().map_err(enter_error)?;
-                        continue;
-                    }
-                    self.ring.submit_and_wait(want)
-                }
+                Some(t) => match self.arm_timeout(t, want)? {
+                    true => self.ring.submit_and_wait(want),
+                    // The previous timeout entry is still queued (the kernel keeps refusing
+                    // entries): no timer can be armed, so do not wait; the caller re-checks.
+                    false => return Ok(()),
+                },
                 None => self.ring.submit_and_wait(want),
             };
+            if self.timeout_in_sq && self.ring.submission().is_empty() {
+                // Consumed: the kernel copied the timespec while preparing the entry.
+                self.timeout_in_sq = false;
+            }
             match result {
                 Ok(_) => return Ok(()),
                 Err(e) => match e.raw_os_error() {
@@ -372,6 +400,105 @@ impl UringBackend {
         }
     }
 
+    /// Queues a timeout entry for `t` (completing after `want` CQEs) that points at the
+    /// backend's own timespec. Returns false when an earlier timeout entry is still unconsumed
+    /// even after one more submit: the timespec it points at must not change.
+    fn arm_timeout(&mut self, t: Duration, want: usize) -> Result<bool, IoError> {
+        if self.timeout_in_sq {
+            self.submit_ignoring_busy()?;
+            if !self.ring.submission().is_empty() {
+                return Ok(false);
+            }
+            self.timeout_in_sq = false;
+        }
+        **self.timeout_ts = types::Timespec::from(t);
+        let entry = opcode::Timeout::new(&**self.timeout_ts)
+            .count(want as u32)
+            .build()
+            .user_data(TIMEOUT_USER_DATA);
+        loop {
+            // SAFETY: the entry points at `timeout_ts`, a box owned by this backend whose address
+            // never changes; it is not rewritten while this entry may be unconsumed
+            // (`timeout_in_sq`), and it is freed only after the ring or leaked with it.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                self.timeout_in_sq = true;
+                return Ok(true);
+            }
+            self.submit_ignoring_busy()?;
+            if self.ring.submission().is_full() {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// One submit without waiting; EINTR/EAGAIN/EBUSY leave entries queued and are not errors.
+    fn submit_ignoring_busy(&mut self) -> Result<(), IoError> {
+        match self.ring.submit() {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(enter_error(e)),
+        }
+    }
+
+    /// Reads handed to the kernel (in the submission queue or in flight) whose CQE has not been
+    /// processed.
+    fn outstanding(&self) -> usize {
+        self.slots.len() - self.free.len() - self.queued.len()
+    }
+
+    /// Asks the kernel to cancel every outstanding read and waits until `give_up` for their
+    /// CQEs, discarding them (a read that already reached the device cannot be cancelled and
+    /// finishes normally).
+    fn cancel_in_kernel(&mut self, give_up: Instant) -> Result<(), IoError> {
+        if self.outstanding() == 0 {
+            return Ok(());
+        }
+        if self.send_cancels {
+            let mut busy = vec![true; self.slots.len()];
+            for &id in &self.free {
+                busy[id as usize] = false;
+            }
+            for id in (0..busy.len()).filter(|&i| busy[i]) {
+                let entry = opcode::AsyncCancel::new(id as u64)
+                    .build()
+                    .user_data(CANCEL_USER_DATA);
+                // SAFETY: a cancel entry holds no pointer, only the user_data to match.
+                while unsafe { self.ring.submission().push(&entry) }.is_err() {
+                    self.submit_ignoring_busy()?;
+                    if Instant::now() >= give_up {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        loop {
+            self.discard_completions();
+            let Some(left) = give_up.checked_duration_since(Instant::now()) else {
+                return Ok(());
+            };
+            if self.outstanding() == 0 || left.is_zero() {
+                return Ok(());
+            }
+            self.enter(self.outstanding(), Some(left))?;
+        }
+    }
+
+    /// Consumes every CQE, freeing the slots of finished reads without re-issuing any.
+    fn discard_completions(&mut self) {
+        for (user_data, _) in self.ring.completion().map(|c| (c.user_data(), c.result())) {
+            if user_data != TIMEOUT_USER_DATA && user_data != CANCEL_USER_DATA {
+                self.free.push(user_data as u32);
+            }
+        }
+    }
+
     /// Processes every CQE in the completion queue: finished reads are appended to `out`,
     /// retryable errors and resumable short reads are queued again. Returns how many finished.
     fn drain(&mut self, out: &mut Vec<Completion>) -> Result<usize, IoError> {
@@ -381,7 +508,7 @@ impl UringBackend {
         let mut finished = 0;
         for i in 0..self.cqe_scratch.len() {
             let (user_data, res) = self.cqe_scratch[i];
-            if user_data == TIMEOUT_USER_DATA {
+            if user_data == TIMEOUT_USER_DATA || user_data == CANCEL_USER_DATA {
                 continue;
             }
             let id = user_data as u32;
@@ -420,8 +547,20 @@ impl UringBackend {
         slot.got += res as u32;
         if slot.range.covers_sample(slot.got as usize) {
             let at = id as usize * self.slot_bytes + slot.range.sample_pos as usize;
-            let bytes = &self.arena.as_slice()[at..at + SAMPLE_LEN];
-            return Some(Ok(bytes.try_into().expect("32-byte slice")));
+            debug_assert!(at + SAMPLE_LEN <= self.arena.len());
+            let mut sample = [0u8; SAMPLE_LEN];
+            // SAFETY: `at + 32` lies inside this slot's part of the arena (sample_pos + 32 <=
+            // range.len <= slot_bytes). The kernel has finished writing this slot (its CQE was
+            // posted) and no other read targets it. Other slots may be written by the kernel
+            // right now, so no reference to the whole arena is formed, only these 32 bytes copied.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.arena.as_ptr().add(at),
+                    sample.as_mut_ptr(),
+                    SAMPLE_LEN,
+                );
+            }
+            return Some(Ok(sample));
         }
         if res == 0 || slot.got >= slot.range.len || slot.got & (resume_align - 1) != 0 {
             return error(ReadErrorKind::ShortRead {
@@ -442,26 +581,27 @@ impl UringBackend {
 }
 
 impl Drop for UringBackend {
-    /// The kernel may still be writing into the arena for reads in flight: wait for every one of
-    /// them before the arena is freed (leak the arena instead if waiting fails).
+    /// The kernel may still be writing into the arena for reads in flight: cancel them and wait
+    /// at most [`TEARDOWN_WAIT`] (not at all if a `cancel_all` already gave up); if some are
+    /// still in the kernel, leak the ring, the arena and the timespec instead of freeing them.
     fn drop(&mut self) {
-        let mut outstanding = self.slots.len() - self.free.len() - self.queued.len();
-        while outstanding > 0 {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                // The kernel may still write into the arena: leak it rather than free it.
-                Err(_) => return,
-            }
-            let finished = self
-                .ring
-                .completion()
-                .filter(|c| c.user_data() != TIMEOUT_USER_DATA)
-                .count();
-            outstanding = outstanding.saturating_sub(finished);
+        let within = if self.cancel_gave_up {
+            Duration::ZERO
+        } else {
+            TEARDOWN_WAIT
+        };
+        if !self.cancel_all(within).is_idle() {
+            note_leaked_backend();
+            return;
         }
-        // SAFETY: no read is in flight any more, and the arena is not used after this.
-        unsafe { ManuallyDrop::drop(&mut self.arena) }
+        // SAFETY: no read is in flight any more (every CQE was consumed), so the kernel no longer
+        // writes the arena; the ring goes first, after which nothing can read the timespec or the
+        // registered arena; none of the three is used after this.
+        unsafe {
+            ManuallyDrop::drop(&mut self.ring);
+            ManuallyDrop::drop(&mut self.arena);
+            ManuallyDrop::drop(&mut self.timeout_ts);
+        }
     }
 }
 
@@ -495,8 +635,9 @@ fn register_arena(ring: &IoUring, arena: &AlignedBuf) -> bool {
         iov_base: arena.as_ptr() as *mut libc::c_void,
         iov_len: arena.len(),
     };
-    // SAFETY: the arena lives in the same backend as the ring and is freed only by the backend's
-    // Drop once no read is in flight; afterwards the ring never touches it again.
+    // SAFETY: the kernel copies the iovec during the call (so the stack is fine) and pins the
+    // arena's pages; the arena lives in the same backend as the ring and is freed only after the
+    // ring, by the backend's Drop once no read is in flight (both are leaked otherwise).
     unsafe { ring.submitter().register_buffers(&[iov]) }.is_ok()
 }
 
@@ -601,6 +742,26 @@ impl Backend for UringBackend {
         self.flush()?;
         Ok(reaped)
     }
+
+    /// Drops queued reads and ready completions, cancels what the kernel holds and waits at most
+    /// `within` for it (see [`Backend::cancel_all`]).
+    fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
+        let give_up = Instant::now() + within;
+        let before = self.in_flight();
+        let queued = std::mem::take(&mut self.queued);
+        self.free.extend_from_slice(&queued);
+        self.queued = queued;
+        self.queued.clear();
+        self.ready.clear();
+        // A failing ring leaves its reads counted as outstanding: the caller replaces it.
+        let _ = self.cancel_in_kernel(give_up);
+        let still = self.outstanding();
+        self.cancel_gave_up |= still > 0;
+        CancelOutcome {
+            discarded: before - still,
+            still_in_flight: still,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -697,6 +858,113 @@ mod tests {
         }
         backend.submit().unwrap();
         drop(backend);
+    }
+
+    /// A backend over a FIFO that has a writer but no data: its reads never complete by
+    /// themselves, like reads on a device that stopped answering (but the kernel can cancel
+    /// them, as it can a read waiting for a pipe). The writer end is returned to keep it open.
+    fn backend_over_silent_fifo() -> Option<(tempfile::TempDir, File, UringBackend)> {
+        if let Err(reason) = probe() {
+            skip_note!("SKIP uring: {reason}");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("silent.fifo");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // Read-write on Linux never blocks and keeps a writer present, so readers block for data.
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let factory = UringFactory {
+            method: Method::Uring,
+            paths: vec![path],
+            unit: None,
+            resume_align: 1,
+            buf_align: 64,
+            fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+        };
+        let backend = UringBackend::new(&factory, 4).unwrap();
+        Some((dir, writer, backend))
+    }
+
+    fn push_silent_reads(backend: &mut UringBackend, n: u32) {
+        for tag in 0..n {
+            backend
+                .push(Read {
+                    tag,
+                    file: 0,
+                    offset: 0,
+                })
+                .unwrap();
+        }
+        backend.submit().unwrap();
+    }
+
+    /// Reads that never complete are cancelled by `cancel_all`, which leaves the backend idle
+    /// and reusable; timeouts on both deadline paths expire without a completion.
+    #[test]
+    fn cancel_all_cancels_reads_that_never_complete() {
+        for timeout_entries in [false, true] {
+            let Some((_dir, mut writer, mut backend)) = backend_over_silent_fifo() else {
+                return;
+            };
+            backend.timeout_entries |= timeout_entries;
+            push_silent_reads(&mut backend, 3);
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                let deadline = Instant::now() + Duration::from_millis(20);
+                assert_eq!(backend.reap(&mut out, 1, Some(deadline)).unwrap(), 0);
+            }
+            // One more read pushed but never submitted: dropped without reaching the kernel.
+            backend
+                .push(Read {
+                    tag: 9,
+                    file: 0,
+                    offset: 0,
+                })
+                .unwrap();
+            let outcome = backend.cancel_all(TEARDOWN_WAIT);
+            assert_eq!(
+                outcome,
+                CancelOutcome {
+                    discarded: 4,
+                    still_in_flight: 0
+                }
+            );
+            assert_eq!(backend.in_flight(), 0);
+            assert!(!backend.cancel_gave_up);
+            // Reusable: a read now sees the bytes written into the FIFO.
+            std::io::Write::write_all(&mut writer, &[5u8; 32]).unwrap();
+            push_silent_reads(&mut backend, 1);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while out.is_empty() && Instant::now() < deadline {
+                backend.reap(&mut out, 1, Some(deadline)).unwrap();
+            }
+            assert_eq!(out[0].result.as_ref().unwrap(), &[5u8; 32]);
+        }
+    }
+
+    /// A backend whose reads the kernel does not give back (cancels withheld here, as a dead
+    /// device would not honour them) gives up after the bound and is leaked, not freed: dropping
+    /// it returns and counts it.
+    #[test]
+    fn drop_leaks_a_ring_whose_reads_are_never_given_back() {
+        let Some((_dir, _writer, mut backend)) = backend_over_silent_fifo() else {
+            return;
+        };
+        backend.send_cancels = false;
+        push_silent_reads(&mut backend, 2);
+        let outcome = backend.cancel_all(Duration::from_millis(50));
+        assert_eq!(outcome.still_in_flight, 2);
+        assert_eq!(backend.in_flight(), 2);
+        assert!(backend.cancel_gave_up, "Drop must not wait again");
+        let leaked_before = crate::leaked_backends();
+        drop(backend);
+        assert!(crate::leaked_backends() > leaked_before);
     }
 
     #[test]

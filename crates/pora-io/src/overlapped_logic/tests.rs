@@ -108,6 +108,8 @@ impl OverlappedDriver for FakeOs {
                 timeout_ms, WAIT_INFINITE_MS,
                 "an infinite wait on a silent port would hang"
             );
+            // A silent port times out, as the real one does, after the time asked for.
+            std::thread::sleep(Duration::from_millis(timeout_ms.into()));
             return Ok(0);
         }
         let mut n = 0;
@@ -735,12 +737,79 @@ fn shutdown_leaks_buffers_when_the_os_never_answers() {
     let mut e = engine(fake, plan, None, 2);
     e.driver.deliver = false;
     e.driver.cancel_completes = false;
+    e.teardown_wait = Duration::from_millis(30);
     e.push(read(0, 0)).unwrap();
     e.submit().unwrap();
+    let leaked_before = crate::leaked_backends();
     assert!(!e.shutdown());
     assert!(
         e.driver().leaked,
         "memory the OS may still write must never be freed"
     );
-    assert!(e.driver().timeouts_ms.iter().all(|&t| t == 1000));
+    assert!(crate::leaked_backends() > leaked_before);
+    // Every wait was bounded by what was left of the teardown time, ending with a poll.
+    let timeouts = &e.driver().timeouts_ms;
+    assert!(timeouts.iter().all(|&t| t <= 30), "{timeouts:?}");
+    assert_eq!(timeouts.last(), Some(&0));
+}
+
+#[test]
+fn cancel_all_discards_queued_ready_and_cancelled_reads_and_leaves_the_engine_reusable() {
+    let plan = SpanPlan::new(1).unwrap();
+    let fake = FakeOs::new(MIB, 4, plan, 64, |offset| {
+        if offset == 0 {
+            Mode::Immediate
+        } else {
+            Mode::Pending
+        }
+    });
+    let mut e = engine(fake, plan, None, 4);
+    e.driver.deliver = false;
+    e.push(read(0, 0)).unwrap(); // completes at once: ready
+    e.push(read(1, 64)).unwrap(); // pending in the OS
+    e.submit().unwrap();
+    e.push(read(2, 128)).unwrap(); // queued, never started
+    let starts = e.driver().starts;
+    let outcome = e.cancel_all(Duration::from_secs(1));
+    assert_eq!(
+        outcome,
+        CancelOutcome {
+            discarded: 3,
+            still_in_flight: 0
+        }
+    );
+    assert_eq!(e.in_flight(), 0);
+    assert_eq!(
+        e.driver().starts,
+        starts,
+        "the queued read was never started"
+    );
+    let mut out = Vec::new();
+    assert_eq!(e.reap(&mut out, 1, Some(Instant::now())).unwrap(), 0);
+    // Reusable: every slot is free again.
+    for i in 0..4 {
+        e.push(read(10 + i, 64 * u64::from(i))).unwrap();
+    }
+    e.submit().unwrap();
+    while e.in_flight() > 0 {
+        e.reap(&mut out, 1, None).unwrap();
+    }
+    assert_eq!(out.len(), 4);
+    assert!(out.iter().all(|c| c.result.is_ok()));
+}
+
+#[test]
+fn a_cancel_that_gave_up_makes_shutdown_leak_without_waiting_again() {
+    let plan = SpanPlan::new(1).unwrap();
+    let fake = FakeOs::new(MIB, 2, plan, 64, |_| Mode::Pending);
+    let mut e = engine(fake, plan, None, 2);
+    e.driver.deliver = false;
+    e.driver.cancel_completes = false;
+    e.push(read(0, 0)).unwrap();
+    e.submit().unwrap();
+    assert_eq!(e.cancel_all(Duration::from_millis(10)).still_in_flight, 1);
+    let waits = e.driver().timeouts_ms.len();
+    assert!(!e.shutdown());
+    assert!(e.driver().leaked);
+    assert_eq!(&e.driver().timeouts_ms[waits..], &[0], "one poll, no wait");
 }

@@ -6,10 +6,11 @@
 //! - each worker re-reads every file's length with `fstat` every [`LENGTH_CHECK_READS`] reads
 //!   (and on its first submit) and lowers `valid_len` to it, so reads past a truncated end fail
 //!   with `OutOfBounds` without touching the missing pages;
-//! - on Linux a read that still faults in the window between two checks raises SIGBUS, which the
-//!   handler in `sigbus.rs` contains: it lowers `valid_len` to the faulting page and patches the
-//!   page with zeros; the reader re-checks `valid_len` after its copy and reports an error
-//!   instead of the zeros.
+//! - on Linux and macOS a read that still faults in the window between two checks raises
+//!   SIGBUS, which the handler in `sigbus.rs` contains: it lowers `valid_len` to the faulting
+//!   page and patches the page with zeros; the reader re-checks `valid_len` after its copy and
+//!   reports an error instead of the zeros. Elsewhere (other Unixes) such a fault still kills
+//!   the process; on Windows a mapped file cannot be truncated (see `windows/sync.rs`).
 //!
 //! Residual window: after a truncation to a length that is not page-aligned, the zero-filled tail
 //! of the last page does not fault, so up to `LENGTH_CHECK_READS` reads per worker there can
@@ -33,7 +34,7 @@ pub const LENGTH_CHECK_READS: u64 = 1024;
 
 /// The bound reads must respect: registered with the SIGBUS handler on Linux, plain elsewhere.
 enum Bound {
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     Registered(super::sigbus::Registration),
     Local(AtomicU64),
 }
@@ -41,7 +42,7 @@ enum Bound {
 impl Bound {
     fn valid_len(&self) -> &AtomicU64 {
         match self {
-            #[cfg(target_os = "linux")]
+            #[cfg(any(target_os = "linux", target_os = "macos"))]
             Bound::Registered(r) => r.valid_len(),
             Bound::Local(len) => len,
         }
@@ -94,7 +95,7 @@ impl MappedFile {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 fn register(map: &Mmap, path: &Path) -> Result<Bound, IoError> {
     super::sigbus::register(map.as_ptr(), map.len())
         .map(Bound::Registered)
@@ -104,7 +105,7 @@ fn register(map: &Mmap, path: &Path) -> Result<Bound, IoError> {
         })
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn register(map: &Mmap, _path: &Path) -> Result<Bound, IoError> {
     Ok(Bound::Local(AtomicU64::new(map.len() as u64)))
 }
@@ -153,7 +154,7 @@ impl BackendFactory for MmapFactory {
         });
         format!(
             "mmap: one shared read-only map per file, MADV_RANDOM, {unit}, truncation checked every {LENGTH_CHECK_READS} reads{}",
-            if cfg!(target_os = "linux") { " and SIGBUS contained" } else { "" }
+            if cfg!(any(target_os = "linux", target_os = "macos")) { " and SIGBUS contained" } else { "" }
         )
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {

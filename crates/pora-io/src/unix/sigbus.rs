@@ -1,9 +1,10 @@
-//! Containment of SIGBUS faults on pora's own read-only file maps (Linux).
+//! Containment of SIGBUS faults on pora's own read-only file maps (Linux and macOS).
 //!
 //! Touching a mapped page that lies past the end of a file (because the file was truncated after
 //! it was mapped), or whose read fails with a media error, raises SIGBUS; by default that kills
-//! the process. The `mmap` method registers every map here, and a process-wide SIGBUS handler,
-//! for faults inside a registered map only:
+//! the process. (macOS raises SIGBUS for it too; SIGSEGV is also watched there, as a safety net
+//! for protection faults the kernel reports that way.) The `mmap` method registers every map
+//! here, and a process-wide handler, for faults inside a registered map only:
 //! 1. lowers the map's `valid_len` to the faulting page's offset (so every later read at or past
 //!    that page fails its bounds check),
 //! 2. replaces the faulting page with an anonymous zero page (`mmap MAP_FIXED`), so the faulting
@@ -13,8 +14,27 @@
 //! The reader re-checks `valid_len` after its copy (behind a compiler fence) and turns the zeros it
 //! may have copied into a `ReadError`. Faults outside registered maps are passed on to the
 //! previous handler (Rust's own stack-overflow handler, or the default action), so unrelated
-//! SIGBUS still terminates the process. The handler only does atomic loads/stores and one `mmap`
-//! system call (glibc's `mmap` is a plain system-call wrapper, taking no locks).
+//! SIGBUS still terminates the process.
+//!
+//! Async-signal safety. The handler does only lock-free atomic loads and stores on statics,
+//! reads a `OnceLock` that was set before any map was registered, saves and restores `errno`, and
+//! makes one `mmap(MAP_FIXED)` call. POSIX does not list `mmap` as async-signal-safe, so this is
+//! what the code relies on instead:
+//! - Linux (64-bit): the call is the raw system call (`syscall(SYS_mmap, ...)`), not libc's
+//!   `mmap`, so no libc state is involved (musl's `mmap` would take a lock for `MAP_FIXED`); the
+//!   kernel's `mmap` is safe to enter from a signal handler like any system call. 32-bit Linux
+//!   uses libc's `mmap` (glibc's is a plain system-call wrapper, taking no locks).
+//! - macOS: libSystem's `mmap` is a direct system-call stub in libsystem_kernel (no locks, no
+//!   allocation), which is what the handler relies on there.
+//! - Chaining to a previous handler or resetting to the default uses `signal(SIG_DFL)`, which
+//!   POSIX does list as async-signal-safe.
+//!
+//! The remaining signal-handler subtlety is the reader's: it must not keep a value loaded from
+//! the faulting page; it re-checks `valid_len` after the copy, behind a compiler fence.
+//!
+//! Not tested at run time on macOS here (no macOS machine): the code is shared with Linux and
+//! compiled for `aarch64-apple-darwin` by clippy; `tests/conformance.rs::mmap_survives_truncation`
+//! runs it wherever the tests run.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -49,8 +69,14 @@ impl Slot {
 static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
 static FAULTS_CONTAINED: AtomicU64 = AtomicU64::new(0);
 static PAGE_BYTES: AtomicUsize = AtomicUsize::new(4096);
-/// The SIGBUS disposition before ours, for faults that are not ours; `Err` if install failed.
-static PREVIOUS: OnceLock<Result<libc::sigaction, String>> = OnceLock::new();
+/// The signals a fault on a mapped file can raise here.
+#[cfg(target_os = "linux")]
+const WATCHED: [libc::c_int; 1] = [libc::SIGBUS];
+#[cfg(target_os = "macos")]
+const WATCHED: [libc::c_int; 2] = [libc::SIGBUS, libc::SIGSEGV];
+/// Per watched signal, the disposition before ours, for faults that are not ours; `Err` if
+/// installing failed.
+static PREVIOUS: OnceLock<Result<[libc::sigaction; WATCHED.len()], String>> = OnceLock::new();
 
 /// SIGBUS faults on pora's maps that were contained since the process started.
 pub fn faults_contained() -> u64 {
@@ -102,40 +128,83 @@ fn install() -> Result<(), String> {
         .map_err(Clone::clone)
 }
 
-fn install_once() -> Result<libc::sigaction, String> {
+fn install_once() -> Result<[libc::sigaction; WATCHED.len()], String> {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if page > 0 {
         PAGE_BYTES.store(page as usize, Ordering::Relaxed);
     }
     // SAFETY: sigaction is plain data; all-zero is a valid (empty) value.
-    let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut previous: [libc::sigaction; WATCHED.len()] = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut ours: libc::sigaction = unsafe { std::mem::zeroed() };
-    ours.sa_sigaction = on_sigbus as *const () as usize;
+    ours.sa_sigaction = on_fault as *const () as usize;
     ours.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
     // SAFETY: sa_mask is a valid sigset_t to initialise.
     unsafe { libc::sigemptyset(&mut ours.sa_mask) };
-    // SAFETY: valid signal number and sigaction pointers. Until `get_or_init` stores `previous`,
-    // the handler finds `PREVIOUS` unset and gives foreign faults the default action; no map is
-    // registered before this returns, so no fault of ours can happen meanwhile.
-    let rc = unsafe { libc::sigaction(libc::SIGBUS, &ours, &mut previous) };
-    if rc != 0 {
-        return Err(format!(
-            "cannot install the SIGBUS handler: {}",
-            std::io::Error::last_os_error()
-        ));
+    for (sig, previous) in WATCHED.iter().zip(previous.iter_mut()) {
+        // SAFETY: valid signal number and sigaction pointers. Until `get_or_init` stores
+        // `previous`, the handler finds `PREVIOUS` unset and gives foreign faults the default
+        // action; no map is registered before this returns, so no fault of ours can happen.
+        let rc = unsafe { libc::sigaction(*sig, &ours, previous) };
+        if rc != 0 {
+            return Err(format!(
+                "cannot install the handler for signal {sig}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
     }
     Ok(previous)
 }
 
-extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
-    if contain(addr) {
-        return;
+    // The interrupted code may be about to read errno: leave it as it was.
+    let errno = Errno::save();
+    let contained = contain(addr);
+    errno.restore();
+    if !contained {
+        chain(sig, info, ctx);
     }
-    chain(sig, info, ctx);
+}
+
+/// The calling thread's `errno`, saved by the handler and put back before it returns.
+struct Errno(libc::c_int);
+
+impl Errno {
+    fn location() -> *mut libc::c_int {
+        // SAFETY: returns the calling thread's errno slot; no preconditions.
+        #[cfg(target_os = "linux")]
+        let at = unsafe { libc::__errno_location() };
+        // SAFETY: as above.
+        #[cfg(target_os = "macos")]
+        let at = unsafe { libc::__error() };
+        at
+    }
+    fn save() -> Errno {
+        // SAFETY: the slot is valid for the thread's lifetime.
+        Errno(unsafe { *Errno::location() })
+    }
+    fn restore(self) {
+        // SAFETY: as above.
+        unsafe { *Errno::location() = self.0 };
+    }
+}
+
+/// Maps an anonymous read-only zero page over `[page, page + len)`; false if that failed.
+fn map_zero_page(page: usize, len: usize) -> bool {
+    let prot = libc::PROT_READ;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+    // SAFETY (both branches): the page lies inside a read-only map that pora owns and that stays
+    // mapped while registered; replacing it with an anonymous read-only page changes only what
+    // it reads as.
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    let ok = unsafe { libc::syscall(libc::SYS_mmap, page, len, prot, flags, -1, 0) } != -1;
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    let ok = unsafe { libc::mmap(page as *mut libc::c_void, len, prot, flags, -1, 0) }
+        != libc::MAP_FAILED;
+    ok
 }
 
 /// Patches the faulting page if it belongs to a registered map.
@@ -157,19 +226,7 @@ fn contain(addr: usize) -> bool {
         let page = addr - addr % page_bytes;
         slot.valid_len
             .fetch_min((page - start) as u64, Ordering::SeqCst);
-        // SAFETY: the page lies inside a read-only map that pora owns and that stays mapped while
-        // registered; replacing it with an anonymous read-only page changes only what it reads as.
-        let patched = unsafe {
-            libc::mmap(
-                page as *mut libc::c_void,
-                page_bytes,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                -1,
-                0,
-            )
-        };
-        if patched == libc::MAP_FAILED {
+        if !map_zero_page(page, page_bytes) {
             return false;
         }
         slot.faults.fetch_add(1, Ordering::SeqCst);
@@ -182,7 +239,10 @@ fn contain(addr: usize) -> bool {
 /// Hands a fault that is not ours to the previous disposition.
 fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let previous = match PREVIOUS.get() {
-        Some(Ok(previous)) => previous,
+        Some(Ok(all)) => match WATCHED.iter().position(|&w| w == sig) {
+            Some(i) => &all[i],
+            None => return reset_to_default(sig),
+        },
         _ => return reset_to_default(sig),
     };
     match previous.sa_sigaction {

@@ -12,20 +12,29 @@
 //!
 //! The state machine and the sector rules are in `crate::overlapped_logic`; this file is only the
 //! Win32 driver under it.
+//!
+//! Kernel lifetimes: a pending read's OVERLAPPED and buffer are written by the kernel until its
+//! packet is dequeued. Both live in boxed storage owned by the driver, never moved, and freed
+//! only when no read is pending. Teardown cancels (`CancelIoEx`) and waits a bounded time (see
+//! `overlapped_logic`); if reads are still pending then, the driver leaks the OVERLAPPEDs, the
+//! buffers, the file handles and the port, so nothing the kernel may still touch is freed or
+//! closed under it.
 
 use super::probe::unbuffered_sector_size;
 use super::sync::open_read_only;
 use crate::overlapped_logic::{
     read_unit, AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started,
 };
-use crate::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use crate::{
+    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull, Read,
+};
 use std::cell::UnsafeCell;
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use windows_sys::Win32::Foundation::{
     GetLastError, ERROR_IO_PENDING, FALSE, HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT,
 };
@@ -159,12 +168,16 @@ impl Backend for IocpBackend {
     ) -> Result<usize, IoError> {
         self.engine.reap(out, min_complete, deadline)
     }
+    fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
+        self.engine.cancel_all(within)
+    }
 }
 
 /// One worker's port, handles, OVERLAPPED slots and buffers.
 struct IocpDriver {
-    port: OwnedHandle,
-    files: Vec<File>,
+    /// The port and the handles are leaked with the memory when reads stay pending.
+    port: ManuallyDrop<OwnedHandle>,
+    files: ManuallyDrop<Vec<File>>,
     /// Per file: whether `ReadFile` returning TRUE means "no port packet will follow".
     skip_port_on_success: Vec<bool>,
     /// One OVERLAPPED per slot. Boxed once, never moved or resized: the kernel holds pointers
@@ -173,7 +186,8 @@ struct IocpDriver {
     buffers: ManuallyDrop<AlignedSlab>,
     entries: Box<[OVERLAPPED_ENTRY]>,
     sector: Option<u32>,
-    /// Set when pending reads could not be drained: the memory above is then never freed.
+    /// Set when pending reads could not be drained: the memory, handles and port above are then
+    /// never freed or closed.
     leak: bool,
 }
 
@@ -209,8 +223,8 @@ impl IocpDriver {
         let align = sector.map_or(BUFFERED_ALIGN_BYTES, |s| s as usize);
         let buffers = AlignedSlab::new(depth, plan.max_span_len() as usize, align)?;
         Ok(IocpDriver {
-            port,
-            files,
+            port: ManuallyDrop::new(port),
+            files: ManuallyDrop::new(files),
             skip_port_on_success,
             overlapped: ManuallyDrop::new(overlapped),
             buffers: ManuallyDrop::new(buffers),
@@ -382,7 +396,7 @@ impl OverlappedDriver for IocpDriver {
     }
 
     fn cancel_all(&mut self) {
-        for file in &self.files {
+        for file in self.files.iter() {
             // SAFETY: valid handle; a null OVERLAPPED cancels every read this process has pending
             // on it. Failure (ERROR_NOT_FOUND: nothing pending) needs no handling.
             unsafe { CancelIoEx(file.as_raw_handle() as HANDLE, std::ptr::null()) };
@@ -399,8 +413,12 @@ impl Drop for IocpDriver {
         if self.leak {
             return; // reads may still be pending: the kernel may write these bytes later
         }
-        // SAFETY: dropped exactly once, here; the engine drained every pending read first.
+        // SAFETY: dropped exactly once, here; the engine drained every pending read first, so
+        // the kernel holds no pointer into the OVERLAPPEDs or buffers; handles close before the
+        // port they are associated with.
         unsafe {
+            ManuallyDrop::drop(&mut self.files);
+            ManuallyDrop::drop(&mut self.port);
             ManuallyDrop::drop(&mut self.overlapped);
             ManuallyDrop::drop(&mut self.buffers);
         }

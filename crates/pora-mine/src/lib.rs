@@ -218,6 +218,9 @@ pub struct SlotReport {
     pub io_error_messages: Vec<String>,
     /// Whether the slot was cut short by the stop flag (Ctrl-C).
     pub interrupted: bool,
+    /// Backends this process gave up on so far (reads stuck in the kernel of a dead or very slow
+    /// device after the bounded wait), leaked rather than waited for: 0 on a healthy device.
+    pub leaked_backends: u64,
 }
 
 /// Errors that stop a run.

@@ -33,6 +33,7 @@ pub struct ShardSlotRecord {
     pub io_wait_fraction: f64,
     pub cpu_busy_fraction: f64,
     pub interrupted: bool,
+    pub leaked_backends: u64,
     pub found: Vec<NonceProof>,
 }
 
@@ -61,6 +62,7 @@ impl ShardSlotRecord {
                 io_wait_fraction: report.io_wait_fraction,
                 cpu_busy_fraction: report.cpu_busy_fraction,
                 interrupted: report.interrupted,
+                leaked_backends: report.leaked_backends,
                 found: shard.found.clone(),
             })
             .collect()

@@ -308,7 +308,9 @@ fn knobs(
     let (threads, depth, why) = match tuned {
         Some(t) if t.method == method => (t.threads, t.depth, why),
         _ => {
+            // O_DIRECT reads bypass the page cache: residency says nothing about them.
             let resident = method.completes_inline()
+                && !method.is_unbuffered()
                 && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
             let (t, d) = default_knobs(method, resident);
             let shape = if !method.completes_inline() {

@@ -13,7 +13,7 @@ use crate::{
     Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
 };
 use pora_core::difficulty::meets;
-use pora_io::{Backend, Completion};
+use pora_io::Backend;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -94,23 +94,18 @@ pub fn mine_slot(
         ended.saturating_duration_since(shared.deadline),
     );
     attach_found(miner, request, &outcomes, &mut report)?;
+    report.leaked_backends = pora_io::leaked_backends();
     Ok(report)
 }
 
-/// Completes (and discards) reads a previous slot abandoned, so no stale completion reaches the
-/// next slot's chains; a backend that does not drain in time is replaced.
+/// Cancels (and discards) reads a previous slot abandoned, so no stale completion reaches the
+/// next slot's chains; a backend whose reads are still in the kernel after the bounded wait is
+/// replaced (the old one is leaked by pora-io rather than waited for: `pora_io::leaked_backends`).
 fn drain_stale(miner: &Miner, backend: &mut Box<dyn Backend>) -> Result<(), MineError> {
     if backend.in_flight() == 0 {
         return Ok(());
     }
-    backend.submit()?;
-    let give_up = Instant::now() + DRAIN_TIMEOUT;
-    let mut discard: Vec<Completion> = Vec::with_capacity(backend.capacity());
-    while backend.in_flight() > 0 && Instant::now() < give_up {
-        backend.reap(&mut discard, backend.in_flight(), Some(give_up))?;
-        discard.clear();
-    }
-    if backend.in_flight() > 0 {
+    if !backend.cancel_all(DRAIN_TIMEOUT).is_idle() {
         *backend = miner.factory.worker(miner.config.depth)?;
     }
     Ok(())
@@ -174,6 +169,7 @@ fn summarize(
             .take(MAX_REPORTED_MESSAGES)
             .collect(),
         interrupted: outcomes.iter().any(|o| o.end == End::Stopped),
+        leaked_backends: 0,
     }
 }
 

@@ -16,7 +16,7 @@ mod common;
 use common::*;
 use pora_io::sim::SimStats;
 use pora_io::SimConfig;
-use pora_mine::{MineConfig, Miner};
+use pora_mine::Miner;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ macro_rules! skip_note {
 /// Slack allowed past a deadline on a loaded 2-core machine.
 const SLACK: Duration = Duration::from_millis(500);
 
-fn throughput_config(threads: usize, depth: usize, slot: Duration) -> MineConfig {
+fn throughput_config(threads: usize, depth: usize, slot: Duration) -> TestConfig {
     let mut cfg = config(threads, depth, 0..u64::MAX);
     cfg.slot = slot;
     // No nonce is valid: nothing to re-verify, the slot only reads.
@@ -55,12 +55,17 @@ fn a_simulated_device_that_dies_mid_slot_bounds_every_slot_and_the_teardown() {
     let slot = Duration::from_millis(400);
     let threads = 2;
     let cfg = throughput_config(threads, 64, slot);
-    let miner = Miner::new(vec![open_shard(&paths[0])], sim_factory(&paths, sim), cfg).unwrap();
+    let miner = Miner::new(
+        vec![open_shard(&paths[0])],
+        sim_factory(&paths, sim),
+        cfg.mine(),
+    )
+    .unwrap();
     let leaked_at_start = pora_io::leaked_backends();
 
     // Slot 1: the device answers 3,000 reads, then nothing; the slot still ends at its deadline.
     let first = miner
-        .mine_slot(&randao(1), &AtomicBool::new(false))
+        .mine_slot(&cfg.request(randao(1)), &AtomicBool::new(false))
         .unwrap();
     assert!(stats.reads_unanswered() > 0, "the device must have died");
     assert!(first.shards[0].samples_read <= 3_000);
@@ -75,7 +80,7 @@ fn a_simulated_device_that_dies_mid_slot_bounds_every_slot_and_the_teardown() {
     // (and reads nothing: the device is still dead) and ends at its own deadline.
     let created = stats.workers_created();
     let second = miner
-        .mine_slot(&randao(2), &AtomicBool::new(false))
+        .mine_slot(&cfg.request(randao(2)), &AtomicBool::new(false))
         .unwrap();
     assert_eq!(
         stats.workers_created(),
@@ -119,7 +124,12 @@ fn a_synchronous_method_on_a_slow_device_stops_within_a_few_reads_at_depth_1024(
     };
     let threads = 2;
     let cfg = throughput_config(threads, 1024, Duration::from_secs(60));
-    let miner = Miner::new(vec![open_shard(&paths[0])], sim_factory(&paths, sim), cfg).unwrap();
+    let miner = Miner::new(
+        vec![open_shard(&paths[0])],
+        sim_factory(&paths, sim),
+        cfg.mine(),
+    )
+    .unwrap();
     let stop = AtomicBool::new(false);
     let at_stop = std::thread::scope(|scope| {
         let stopper = scope.spawn(|| {
@@ -128,7 +138,7 @@ fn a_synchronous_method_on_a_slow_device_stops_within_a_few_reads_at_depth_1024(
             stop.store(true, Ordering::SeqCst);
             reads
         });
-        let report = miner.mine_slot(&randao(3), &stop).unwrap();
+        let report = miner.mine_slot(&cfg.request(randao(3)), &stop).unwrap();
         assert!(report.interrupted);
         stopper.join().unwrap()
     });
@@ -157,9 +167,14 @@ fn a_synchronous_method_on_a_slow_device_ends_its_slot_at_the_deadline_at_depth_
     };
     let slot = Duration::from_millis(300);
     let cfg = throughput_config(2, 1024, slot);
-    let miner = Miner::new(vec![open_shard(&paths[0])], sim_factory(&paths, sim), cfg).unwrap();
+    let miner = Miner::new(
+        vec![open_shard(&paths[0])],
+        sim_factory(&paths, sim),
+        cfg.mine(),
+    )
+    .unwrap();
     let report = miner
-        .mine_slot(&randao(4), &AtomicBool::new(false))
+        .mine_slot(&cfg.request(randao(4)), &AtomicBool::new(false))
         .unwrap();
     // One batch of 1024 reads of 5 ms would be 5 s.
     assert!(
@@ -316,14 +331,10 @@ fn a_suspended_device_mapper_device_bounds_every_slot_and_the_teardown() {
     .expect("uring-direct on the dm device");
     let slot = Duration::from_millis(400);
     let threads = 2;
-    let miner = Miner::new(
-        vec![open_shard(&paths[0])],
-        factory,
-        throughput_config(threads, 32, slot),
-    )
-    .unwrap();
+    let cfg = throughput_config(threads, 32, slot);
+    let miner = Miner::new(vec![open_shard(&paths[0])], factory, cfg.mine()).unwrap();
     let live = miner
-        .mine_slot(&randao(5), &AtomicBool::new(false))
+        .mine_slot(&cfg.request(randao(5)), &AtomicBool::new(false))
         .unwrap();
     assert!(live.shards[0].samples_read > 0);
     device.suspend();
@@ -345,7 +356,7 @@ fn a_suspended_device_mapper_device_bounds_every_slot_and_the_teardown() {
         let started = Instant::now();
         for seed in 6..8 {
             let dead = miner
-                .mine_slot(&randao(seed), &AtomicBool::new(false))
+                .mine_slot(&cfg.request(randao(seed)), &AtomicBool::new(false))
                 .unwrap();
             assert_eq!(dead.shards[0].samples_read, 0);
             assert!(dead.elapsed_sec <= (slot + SLACK).as_secs_f64());

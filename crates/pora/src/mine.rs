@@ -275,6 +275,12 @@ fn print_report(
     for msg in &report.io_error_messages {
         eprintln!("pora mine: read error: {msg}");
     }
+    if report.leaked_backends > 0 {
+        eprintln!(
+            "pora mine: warning: {} backends were given up with reads stuck in the kernel (a dead or very slow device) and left allocated rather than waited for",
+            report.leaked_backends
+        );
+    }
     Ok(())
 }
 

@@ -247,6 +247,13 @@ pub enum MineError {
         second: usize,
         shard: u64,
     },
+    /// A sample read for a single nonce (`pora hash`, [`Miner::hash`]) failed.
+    #[error("{}: reading a sample at offset {offset} failed: {why}", path.display())]
+    Sample {
+        path: PathBuf,
+        offset: u64,
+        why: String,
+    },
     #[error("no shard {0} is open here")]
     UnknownShard(u64),
     #[error("opening the shard files with --method {method}: {source}")]
@@ -259,6 +266,22 @@ pub enum MineError {
     /// Another slot is running on this miner: one slot at a time per miner.
     #[error("a slot is already running on this miner; wait for it or cancel it")]
     Busy,
+}
+
+/// One nonce of `shard` through the plain single-nonce path (its files opened read-only for this
+/// call, one read at a time): what `pora hash` prints. `miner` overrides the files' address.
+pub fn hash_nonce(
+    shard: &ShardSet,
+    miner: Option<Address>,
+    random_checks: u32,
+    randao: &H256,
+    nonce: u64,
+) -> Result<NonceProof, MineError> {
+    let mut verifier = verify::Verifier::new(shard.paths())?;
+    let plan = plan::ShardPlan::new(shard, 0, miner);
+    verifier
+        .proof(shard, &plan, 0, random_checks, randao, nonce)?
+        .map_err(verify::Unconfirmed::into_sample_error)
 }
 
 /// A configured miner over a set of shards and one opened backend factory.
@@ -347,12 +370,9 @@ impl Miner {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
-        match verifier.proof(shard, plan, base, self.config.random_checks, randao, nonce)? {
-            Ok(proof) => Ok(proof),
-            Err(verify::Unconfirmed { path, offset, why }) => {
-                Err(MineError::Read { path, offset, why })
-            }
-        }
+        verifier
+            .proof(shard, plan, base, self.config.random_checks, randao, nonce)?
+            .map_err(verify::Unconfirmed::into_sample_error)
     }
 
     /// The shards this miner mines, in report order.

@@ -37,6 +37,17 @@ pub struct Unconfirmed {
     pub why: String,
 }
 
+impl Unconfirmed {
+    /// The error of a single-nonce computation whose sample could not be read.
+    pub fn into_sample_error(self) -> MineError {
+        MineError::Sample {
+            path: self.path,
+            offset: self.offset,
+            why: self.why,
+        }
+    }
+}
+
 impl Verifier {
     pub fn new(paths: Vec<PathBuf>) -> Result<Self, MineError> {
         let factory = pora_io::open(

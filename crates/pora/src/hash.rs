@@ -2,10 +2,9 @@
 //! tool to check a result or debug a rejected proof.
 
 use crate::common::{parse_miner, parse_randao, DiffArgs};
-use anyhow::Context;
 use pora_core::difficulty::meets;
-use pora_core::{hashimoto, Address, ShardSet, H256};
-use pora_io::{IoConfig, Method};
+use pora_core::{Address, ShardSet, H256};
+use pora_mine::hash_nonce;
 use pora_mine::records::HashRecord;
 use std::path::PathBuf;
 
@@ -50,7 +49,13 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
     }
     let required = args.diff.required()?;
     let miner = args.miner.unwrap_or(shard.miner);
-    let proof = compute(&shard, miner, &args.randao, args.nonce, args.random_checks)?;
+    let proof = hash_nonce(
+        &shard,
+        Some(miner),
+        args.random_checks,
+        &args.randao,
+        args.nonce,
+    )?;
     let valid = required.map(|r| meets(&proof.hash1.0, &r));
     if args.json {
         let shard_idx = shard.geometry.shard_idx;
@@ -77,40 +82,4 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
         println!("valid        {v}");
     }
     Ok(())
-}
-
-/// The plain single-nonce path over the real files (buffered pread, one read at a time).
-pub fn compute(
-    shard: &ShardSet,
-    miner: Address,
-    randao: &H256,
-    nonce: u64,
-    random_checks: u32,
-) -> anyhow::Result<pora_core::NonceProof> {
-    let paths = shard.paths();
-    let factory = pora_io::open(
-        &paths,
-        &IoConfig {
-            method: Method::Pread,
-            ..Default::default()
-        },
-    )?;
-    let mut backend = factory.worker(1)?;
-    hashimoto(
-        &shard.geometry,
-        random_checks,
-        &miner,
-        randao,
-        nonce,
-        |sample_idx| {
-            let loc = shard.locate(sample_idx)?;
-            pora_io::read_one(backend.as_mut(), loc.file as u32, loc.offset).with_context(|| {
-                format!(
-                    "{}: reading sample {sample_idx} at offset {}",
-                    paths[loc.file].display(),
-                    loc.offset
-                )
-            })
-        },
-    )
 }

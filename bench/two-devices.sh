@@ -3,8 +3,9 @@
 #
 # Shard A (shard 0) on the disk under test, shard B (shard 1) on the RAM-backed loop device of
 # bench/loop-device.sh. In one run, ROUNDS times, each phase cold (page cache dropped): A alone,
-# B alone, A and B together in one `pora mine` (two --file groups). Prints each shard's samples/s
-# alone and together and the ratio together/alone per round, then the medians.
+# B alone, A and B together in one `pora mine` (two --file groups), each a real es-node slot (2^20
+# nonces per shard, DURATION seconds). Prints each shard's mining power (and samples/s) alone and
+# together, the ratio together/alone of mining power per round, then the medians.
 #
 # usage: bench/two-devices.sh [SHARD_A] [SHARD_B]
 #        (defaults /tmp/pora-bench/shard0-8g.dat and /mnt/pora-loop/shard1-8g.dat; created when
@@ -40,8 +41,7 @@ mine() {
     local files=()
     for f in "$@"; do files+=(--file "$f"); done
     # shellcheck disable=SC2086
-    "$PORA" mine "${files[@]}" --random-randao --slot "$DURATION" \
-        --nonces 0..18446744073709551615 --json $PORA_ARGS \
+    "$PORA" mine "${files[@]}" --random-randao --slot "$DURATION" --json $PORA_ARGS \
         | python3 -c "
 import json, sys
 for line in sys.stdin:
@@ -51,12 +51,14 @@ for line in sys.stdin:
 
 results=$(mktemp)
 for round in $(seq "$ROUNDS"); do
-    read -r _ a_alone _ method threads depth < <(mine "$A")
-    read -r _ b_alone _ _ _ _ < <(mine "$B")
+    read -r _ a_rate a_alone method threads depth < <(mine "$A")
+    read -r _ b_rate b_alone _ _ _ < <(mine "$B")
     together=$(mine "$A" "$B")
-    a_together=$(awk '$1 == 0 { print $2 }' <<<"$together")
-    b_together=$(awk '$1 == 1 { print $2 }' <<<"$together")
-    echo "round $round: A alone $a_alone, together $a_together | B alone $b_alone, together $b_together samples/s ($method ${threads}x$depth)" >&2
+    a_together=$(awk '$1 == 0 { print $3 }' <<<"$together")
+    b_together=$(awk '$1 == 1 { print $3 }' <<<"$together")
+    a_rate2=$(awk '$1 == 0 { print $2 }' <<<"$together")
+    b_rate2=$(awk '$1 == 1 { print $2 }' <<<"$together")
+    echo "round $round: mining power A alone $a_alone, together $a_together ($a_rate -> $a_rate2 samples/s) | B alone $b_alone, together $b_together ($b_rate -> $b_rate2 samples/s) [$method ${threads}x$depth]" >&2
     echo "$a_alone $a_together $b_alone $b_together" >>"$results"
 done
 python3 - "$results" <<'PY'

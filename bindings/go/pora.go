@@ -12,7 +12,7 @@ package pora
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../crates/pora-ffi/include
-#cgo linux LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -ldl -lm -lpthread
+#cgo linux LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -ldl -lm -lpthread -Wl,-z,noexecstack
 #cgo darwin LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -lm -lpthread
 #cgo windows LDFLAGS: ${SRCDIR}/../../target/x86_64-pc-windows-gnu/release/libpora_ffi.a -lws2_32 -luserenv -lntdll -lbcrypt -lkernel32
 #include <stdlib.h>

@@ -32,6 +32,9 @@ command -v cc >/dev/null || fail "no C compiler (cc) for cgo and the C example"
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 export GOCACHE="${GOCACHE:-$ROOT/target/go-cache}"
 
+# CI checks correctness, not speed: a release build without LTO and debug info keeps this leg
+# within its time budget (bench/porago-vs-pora.sh rebuilds with the real release profile).
+export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 step "cargo build --release -p pora-ffi -p pora"
 cargo build --release -p pora-ffi -p pora || fail "release build of pora-ffi / pora failed"
 

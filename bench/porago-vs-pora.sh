@@ -10,6 +10,8 @@
 #
 # usage: bench/porago-vs-pora.sh [SHARD_FILE]     (default /tmp/pora-bench/shard0-8g.dat)
 # env:   DURATION=30 PAIRS=3 SAMPLER_NONCES=1048576 KV_ENTRIES_BITS=16 (when creating the shard)
+#        EVICT=fadvise  evict only the shard's pages (POSIX_FADV_DONTNEED) instead of dropping the
+#                       whole page cache (root), e.g. on a machine shared with other work
 # Smoke test: DURATION=2 PAIRS=1 SAMPLER_NONCES=4096 KV_ENTRIES_BITS=6 bench/porago-vs-pora.sh /tmp/x/small.dat
 set -euo pipefail
 
@@ -36,7 +38,7 @@ fi
 
 drop_cache() {
     sync
-    if [ -w /proc/sys/vm/drop_caches ]; then
+    if [ "${EVICT:-}" != fadvise ] && [ -w /proc/sys/vm/drop_caches ]; then
         echo 3 > /proc/sys/vm/drop_caches
     else
         python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"

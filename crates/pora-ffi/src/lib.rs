@@ -60,6 +60,7 @@ pub enum PoraStatus {
     /// The handle or cancel token was closed or freed (also: closed while the slot ran; the
     /// slot's results are then discarded).
     Closed = 5,
-    /// pora panicked; the message says where. The handle stays usable.
+    /// pora panicked; the message says where. Nothing unwound into the caller; close the handle
+    /// and open the shards again before mining on.
     Panic = 6,
 }

@@ -413,29 +413,34 @@ fn hash_and_mine_agree_and_match_the_record_shapes() {
     assert_eq!(close(handle).0, PoraStatus::Ok);
 }
 
-/// Starts a long slot on `handle` in a thread and waits until a second call reports BUSY.
+/// Starts a long slot on `handle` in a thread and waits until a second call reports BUSY. The
+/// probe may itself hold the set when the long slot starts; a long slot refused as busy is
+/// started again.
 fn start_long_slot(handle: u64, cancel: u64) -> std::thread::JoinHandle<(PoraStatus, String)> {
-    let worker = std::thread::spawn(move || {
-        let randao = [1u8; 32];
-        mine(
-            handle,
-            &slot_params(&randao, 0..1 << 30, 1, 120_000),
-            cancel,
-        )
-    });
-    let randao = [2u8; 32];
     let started = Instant::now();
     loop {
-        let (s, msg) = mine(handle, &slot_params(&randao, 0..4, 0, 1000), 0);
-        if s == PoraStatus::Busy {
-            assert!(msg.contains("already running"), "{msg}");
-            return worker;
+        let worker = std::thread::spawn(move || {
+            let randao = [1u8; 32];
+            mine(
+                handle,
+                &slot_params(&randao, 0..1 << 30, 1, 120_000),
+                cancel,
+            )
+        });
+        while !worker.is_finished() {
+            let (s, msg) = mine(handle, &slot_params(&[2u8; 32], 0..1, 0, 1000), 0);
+            if s == PoraStatus::Busy {
+                assert!(msg.contains("already running"), "{msg}");
+                return worker;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
+        let (s, msg) = worker.join().unwrap();
+        assert_eq!(s, PoraStatus::Busy, "the long slot ended: {msg}");
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the long slot never started"
         );
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

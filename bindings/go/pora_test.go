@@ -201,7 +201,7 @@ func TestBadInputReturnsErrors(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Status == StatusOK {
+	if !errors.As(err, &pe) || pe.Status != StatusIO || !errors.Is(err, ErrIO) {
 		t.Fatalf("missing file: not a status error: %v", err)
 	}
 	if _, err := Open(nil, Options{}); !errors.Is(err, ErrInvalidArgument) {

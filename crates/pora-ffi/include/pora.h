@@ -41,7 +41,8 @@ typedef enum PoraStatus {
   // A null pointer, a wrong length, an unknown enum value, a bad option, a shard not in the
   // set, an id of the wrong kind or never issued, a buffer pora did not hand out.
   PORA_STATUS_INVALID_ARGUMENT = 1,
-  // Reading the shard files failed (open, a sample read under `on_io_error` stop).
+  // Opening or reading the shard files failed (a missing file, a sample read under
+  // `on_io_error` stop).
   PORA_STATUS_IO = 2,
   // The files are not a usable shard (bad header, wrong size, duplicate shard).
   PORA_STATUS_SHARD = 3,

@@ -17,13 +17,16 @@ fail() {
     exit 1
 }
 
-if ! command -v go >/dev/null; then
-    step "installing golang-go"
+missing=()
+command -v go >/dev/null || missing+=(golang-go)
+command -v make >/dev/null || missing+=(make)
+if ((${#missing[@]})); then
+    step "installing ${missing[*]}"
     SUDO=()
     [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
-    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install golang-go"
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null \
-        || fail "apt-get install golang-go failed"
+    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+        || fail "apt-get install ${missing[*]} failed"
 fi
 go version >&2 || fail "go does not run"
 command -v cc >/dev/null || fail "no C compiler (cc) for cgo and the C example"

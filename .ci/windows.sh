@@ -24,6 +24,7 @@ fail() {
 missing=()
 command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
 command -v wine >/dev/null || missing+=(wine)
+command -v make >/dev/null || missing+=(make)
 { command -v wine64 >/dev/null || [ -x /usr/lib/wine/wine64 ]; } || missing+=(wine64)
 if ((${#missing[@]})); then
     step "installing ${missing[*]}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Windows CI leg (called by .ci/run): cross-builds pora for x86_64-pc-windows-gnu and runs the
-# Windows I/O tests and CLI tests under Wine through cargo's target runner, then compile-checks
+# Windows I/O tests and CLI tests under Wine through cargo's target runner, links the C ABI example
+# (bindings/c) against the cross-built libpora_ffi.a and runs it under Wine, then compile-checks
 # the macOS targets. Wine checks correctness only; its timings say nothing about Windows speed.
 #
 # Fails loudly (non-zero exit, "windows.sh: FAIL: ..." on stderr) when a package or target
@@ -23,6 +24,7 @@ fail() {
 missing=()
 command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
 command -v wine >/dev/null || missing+=(wine)
+command -v make >/dev/null || missing+=(make)
 { command -v wine64 >/dev/null || [ -x /usr/lib/wine/wine64 ]; } || missing+=(wine64)
 if ((${#missing[@]})); then
     step "installing ${missing[*]}"
@@ -94,6 +96,21 @@ cargo test --target "$WIN_TARGET" -p pora-io || fail "pora-io tests failed under
 
 step "cargo test --target $WIN_TARGET -p pora --test windows_cli (pora hash vectors, pora mine per method)"
 cargo test --target "$WIN_TARGET" -p pora --test windows_cli -- --nocapture || fail "pora CLI tests failed under Wine"
+
+# --- the C ABI: libpora_ffi cross-built as a static library, the C example linked with mingw and
+#     run under Wine (es-node ships a Windows build that links this library) ---
+step "cargo build --target $WIN_TARGET -p pora-ffi (static library)"
+cargo build --target "$WIN_TARGET" -p pora-ffi || fail "cross-build of libpora_ffi for $WIN_TARGET failed"
+cargo clippy --no-deps --target "$WIN_TARGET" -p pora-ffi --all-targets -- -D warnings \
+    || fail "clippy found problems in pora-ffi's Windows build"
+step "C example (bindings/c) linked with mingw, run under Wine"
+make -s -C "$ROOT/bindings/c" clean
+make -s -C "$ROOT/bindings/c" CC=x86_64-w64-mingw32-gcc EXE=pora_example.exe \
+    LIB="$TARGET_DIR/$WIN_TARGET/debug/libpora_ffi.a" \
+    LDLIBS="-lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32" \
+    || fail "linking the C example against the Windows libpora_ffi.a failed"
+(cd "$ROOT/bindings/c" && wine ./pora_example.exe) || fail "the C example failed under Wine"
+make -s -C "$ROOT/bindings/c" clean
 
 for t in "${MAC_TARGETS[@]}"; do
     step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"

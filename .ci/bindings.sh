@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bindings CI leg (called by .ci/run after the Rust tests): builds libpora_ffi and pora in
+# release, then runs the Go package's vet, tests (plain, -race on the concurrency subset, and
+# GODEBUG=cgocheck=2) and the C example through pora.h alone. Installs golang-go (Debian,
+# Go 1.19) when missing. Fails loudly on any failure; never passes by skipping a step.
+#
+# `go test -v` output goes to stdout, so .ci/run can grep the `--- PASS/FAIL` lines and the
+# final `ok`/`FAIL` summary.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+START_S=$(date +%s)
+step() { echo "== bindings.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
+fail() {
+    echo "bindings.sh: FAIL: $*" >&2
+    exit 1
+}
+
+missing=()
+command -v go >/dev/null || missing+=(golang-go)
+command -v make >/dev/null || missing+=(make)
+if ((${#missing[@]})); then
+    step "installing ${missing[*]}"
+    SUDO=()
+    [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
+    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+        || fail "apt-get install ${missing[*]} failed"
+fi
+go version >&2 || fail "go does not run"
+command -v cc >/dev/null || fail "no C compiler (cc) for cgo and the C example"
+
+# No module registry is reachable, and the module needs none.
+export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+export GOCACHE="${GOCACHE:-$ROOT/target/go-cache}"
+
+# CI checks correctness, not speed: a release build without LTO and debug info keeps this leg
+# within its time budget (bench/porago-vs-pora.sh rebuilds with the real release profile).
+export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+step "cargo build --release -p pora-ffi -p pora"
+cargo build --release -p pora-ffi -p pora || fail "release build of pora-ffi / pora failed"
+
+cd "$ROOT/bindings/go"
+step "gofmt and go vet"
+unformatted="$(gofmt -l .)"
+[ -z "$unformatted" ] || fail "gofmt would reformat: $unformatted"
+go vet ./... || fail "go vet found problems"
+go build ./... || fail "go build ./... failed"
+
+step "go test ./..."
+go test -count=1 -v ./... || fail "go test failed"
+
+step "go test -race (concurrency, cancellation, close, bad input)"
+go test -count=1 -race -run 'TwoHandles|CloseDuring|BadInput|Cancel' . || fail "go test -race failed"
+
+step "GODEBUG=cgocheck=2 go test"
+GODEBUG=cgocheck=2 go test -count=1 -run 'Vector|FindAll|BadInput|CloseDuring|TwoHandles' . \
+    || fail "go test with cgocheck=2 failed"
+
+step "C example through pora.h"
+cd "$ROOT/bindings/c"
+make -s clean
+make -s run || fail "the C example failed"
+make -s clean
+
+step "PASS"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# porago (Go, through libpora over cgo) vs pora (Rust CLI) vs an es-node-style pure-Go sampler on
+# the same cold shard (issue 10's headline benchmark). Run it on a quiet machine.
+#
+# In one run, PAIRS times, each phase cold (page cache dropped): `porago mine` then `pora mine`,
+# same flags (--method auto, one slot of DURATION seconds over a nonce range too large to finish);
+# then the pure-Go sampler (bindings/go BenchmarkGoSampler: one shared *os.File, a goroutine per
+# CPU, ReadAt of 32 bytes, Keccak in Go) for SAMPLER_NONCES nonces. Prints every sample, the
+# porago/pora ratio of the medians (target >= 0.97) and pora-through-Go / pure-Go (target >= 2.4).
+#
+# usage: bench/porago-vs-pora.sh [SHARD_FILE]     (default /tmp/pora-bench/shard0-8g.dat)
+# env:   DURATION=30 PAIRS=3 SAMPLER_NONCES=1048576 KV_ENTRIES_BITS=16 (when creating the shard)
+#        EVICT=fadvise  evict only the shard's pages (POSIX_FADV_DONTNEED) instead of dropping the
+#                       whole page cache (root), e.g. on a machine shared with other work
+# Smoke test: DURATION=2 PAIRS=1 SAMPLER_NONCES=4096 KV_ENTRIES_BITS=6 bench/porago-vs-pora.sh /tmp/x/small.dat
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+DURATION=${DURATION:-30}
+PAIRS=${PAIRS:-3}
+SAMPLER_NONCES=${SAMPLER_NONCES:-1048576}
+KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
+PORA=target/release/pora
+PORAGO=target/release/porago
+
+command -v go >/dev/null || { echo "porago-vs-pora: go is not installed (apt-get install golang-go)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "porago-vs-pora: python3 is needed to read JSON" >&2; exit 2; }
+echo "building pora, libpora_ffi and porago ..." >&2
+cargo build --release -p pora -p pora-ffi >&2
+(cd bindings/go && go build -o "$ROOT/$PORAGO" ./cmd/porago)
+if [ ! -e "$SHARD" ]; then
+    mkdir -p "$(dirname "$SHARD")"
+    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
+    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
+fi
+
+drop_cache() {
+    sync
+    if [ "${EVICT:-}" != fadvise ] && [ -w /proc/sys/vm/drop_caches ]; then
+        echo 3 > /proc/sys/vm/drop_caches
+    else
+        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
+    fi
+}
+
+# samples/s of one cold slot through binary $1.
+mine_rate() {
+    drop_cache
+    "$1" mine --file "$SHARD" --method auto --random-randao --slot "$DURATION" \
+        --nonces 0..18446744073709551615 --json \
+        | python3 -c "import json,sys; o=json.loads(sys.stdin.readline()); print('%.0f' % o['samplesPerSec'])"
+}
+
+go_rates=() rust_rates=()
+for i in $(seq 1 "$PAIRS"); do
+    g=$(mine_rate "$PORAGO"); go_rates+=("$g")
+    r=$(mine_rate "$PORA"); rust_rates+=("$r")
+    echo "pair $i: porago $g samples/s, pora $r samples/s" >&2
+done
+drop_cache
+sampler=$(cd bindings/go && go test -run '^$' -bench '^BenchmarkGoSampler$' -benchtime 1x \
+    -bench-shard "$SHARD" -bench-nonces "$SAMPLER_NONCES" . \
+    | awk '/samples\/s/ { for (i = 1; i <= NF; i++) if ($i == "samples/s") print $(i-1) }')
+echo "pure-Go sampler (cold, $SAMPLER_NONCES nonces): $sampler samples/s" >&2
+python3 - "$sampler" "${go_rates[*]}" "${rust_rates[*]}" <<'PY'
+import statistics, sys
+sampler = float(sys.argv[1])
+go = [float(x) for x in sys.argv[2].split()]
+rust = [float(x) for x in sys.argv[3].split()]
+g, r = statistics.median(go), statistics.median(rust)
+print(f"porago median {g:,.0f} samples/s, pora median {r:,.0f} samples/s: porago/pora = {g / r:.3f}")
+print(f"pure-Go sampler {sampler:,.0f} samples/s: porago/pure-Go = {g / sampler:.2f}x")
+PY

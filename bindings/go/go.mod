@@ -1,0 +1,3 @@
+module pora
+
+go 1.19

@@ -1,0 +1,208 @@
+// Test fixtures: shard files written the way es-node lays them out (a 4 KiB header, then the
+// KVs), sparse shards holding the es-node vectors' samples, the real `pora` binary, and an
+// es-node-style hashimoto in pure Go (one shared *os.File, ReadAt of 32 bytes, Keccak).
+package pora
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pora/internal/keccak"
+)
+
+const (
+	headerSize = 4096
+	metaSize   = 32
+	magic      = 0xcf20bd770c22b2e1
+)
+
+// repoRoot is the workspace root (bindings/go is two levels down).
+func repoRoot(t testing.TB) string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// shardSpec describes a v1 shard file.
+type shardSpec struct {
+	shard                 uint64
+	kvEntriesBits, kvBits uint
+	encodeType            uint64
+	miner                 [20]byte
+}
+
+func (s shardSpec) header() []byte {
+	h := make([]byte, headerSize)
+	chunks := uint64(1) << s.kvEntriesBits
+	kv := uint64(1) << s.kvBits
+	for i, v := range []uint64{magic, 1, s.shard * chunks, chunks, s.encodeType, kv, kv, metaSize} {
+		binary.BigEndian.PutUint64(h[8*i:], v)
+	}
+	copy(h[64:84], s.miner[:])
+	return h
+}
+
+func (s shardSpec) allocatedLen() int64 {
+	return int64(uint64(1)<<s.kvEntriesBits*(uint64(1)<<s.kvBits+metaSize)) + headerSize
+}
+
+// writeShard writes a complete shard of random bytes (seeded) and returns its path.
+func writeShard(t testing.TB, dir string, s shardSpec, seed int64) string {
+	path := filepath.Join(dir, "shard"+itoa(s.shard)+"-"+itoa(uint64(seed))+".dat")
+	data := make([]byte, s.allocatedLen()-headerSize)
+	rand.New(rand.NewSource(seed)).Read(data)
+	if err := os.WriteFile(path, append(s.header(), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// testMiner is the miner address of the synthetic shards.
+var testMiner = [20]byte{0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c}
+
+// vector is one es-node result from testdata/esnode-sample.json.
+type vector struct {
+	Shard          uint64   `json:"shard"`
+	KVEntriesBits  uint     `json:"kvEntriesBits"`
+	KVSizeBits     uint     `json:"kvSizeBits"`
+	RandomChecks   int      `json:"randomChecks"`
+	Miner          string   `json:"miner"`
+	Randao         string   `json:"randao"`
+	Nonce          uint64   `json:"nonce"`
+	Hash0          string   `json:"hash0"`
+	SampleIdxs     []uint64 `json:"sampleIdxs"`
+	EncodedSamples []string `json:"encodedSamples"`
+	Hash1          string   `json:"hash1"`
+	Difficulty     *string  `json:"difficulty"`
+	Interval       uint64   `json:"interval"`
+	Cutoff         uint64   `json:"cutoff"`
+	DiffAdjDivisor uint64   `json:"diffAdjDivisor"`
+	MinimumDiff    string   `json:"minimumDiff"`
+	RequiredDiff   string   `json:"requiredDiff"`
+	Meets          *bool    `json:"hash1MeetsRequiredDiff"`
+}
+
+// vectors loads the repository's vectors and the shared ones beside the repository, if present.
+func vectors(t testing.TB) []vector {
+	files := []string{filepath.Join(repoRoot(t), "testdata/esnode-sample.json")}
+	shared, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/vectors/*.json"))
+	files = append(files, shared...)
+	var all []vector
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Vectors []vector `json:"vectors"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		all = append(all, doc.Vectors...)
+	}
+	return all
+}
+
+func mustHex(t testing.TB, s string) []byte {
+	b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// buildVectorShard writes a sparse es-node v1 file for the vector's shard with its samples in place.
+func buildVectorShard(t testing.TB, dir string, v vector) string {
+	var spec shardSpec
+	spec.shard, spec.kvEntriesBits, spec.kvBits, spec.encodeType = v.Shard, v.KVEntriesBits, v.KVSizeBits, 3
+	copy(spec.miner[:], mustHex(t, v.Miner))
+	path := filepath.Join(dir, "vec-"+itoa(v.Shard)+"-"+itoa(v.Nonce)+".dat")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(spec.header()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(spec.allocatedLen()); err != nil {
+		t.Fatal(err)
+	}
+	startByte := v.Shard << (v.KVEntriesBits + v.KVSizeBits)
+	for i, idx := range v.SampleIdxs {
+		if _, err := f.WriteAt(mustHex(t, v.EncodedSamples[i]), int64(headerSize+idx*32-startByte)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// poraBinary is target/release/pora or target/debug/pora, or "" when neither is built.
+func poraBinary(t testing.TB) string {
+	for _, p := range []string{"target/release/pora", "target/debug/pora"} {
+		full := filepath.Join(repoRoot(t), p)
+		if _, err := os.Stat(full); err == nil {
+			return full
+		}
+	}
+	return ""
+}
+
+// runPora runs the real pora binary and returns its stdout.
+func runPora(t testing.TB, args ...string) []byte {
+	bin := poraBinary(t)
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("pora %v: %v\n%s", args, err, msg)
+	}
+	return out
+}
+
+// goSampler is es-node's way of mining a shard in Go: one shared *os.File, ReadAt of one
+// 32-byte sample at a time, Keccak in Go.
+type goSampler struct {
+	file                  *os.File
+	shard                 uint64
+	kvEntriesBits, kvBits uint
+	miner                 [20]byte
+	checks                int
+}
+
+// hash1 is hashimoto for one nonce, with the sample indices read.
+func (g *goSampler) hash1(randao []byte, nonce uint64) ([32]byte, []uint64, error) {
+	var msg [96]byte
+	copy(msg[12:32], g.miner[:])
+	copy(msg[32:64], randao)
+	binary.BigEndian.PutUint64(msg[88:], nonce)
+	h := keccak.Sum256(msg[:])
+	rowBits := g.kvEntriesBits + g.kvBits - 5
+	startByte := g.shard << (g.kvEntriesBits + g.kvBits)
+	var sample [32]byte
+	idxs := make([]uint64, 0, g.checks)
+	for i := 0; i < g.checks; i++ {
+		idx := binary.BigEndian.Uint64(h[24:])&(1<<rowBits-1) + g.shard<<rowBits
+		if _, err := g.file.ReadAt(sample[:], int64(headerSize+idx*32-startByte)); err != nil {
+			return h, idxs, err
+		}
+		idxs = append(idxs, idx)
+		h = keccak.Sum256(h[:], sample[:])
+	}
+	return h, idxs, nil
+}

@@ -1,0 +1,285 @@
+// MineSlot and Hash, the records they return, and the cancel token that ties a context to a
+// running slot.
+package pora
+
+/*
+#include <stdlib.h>
+#include "pora.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// NonceProof is everything a proof needs for one nonce.
+type NonceProof struct {
+	Nonce          uint64   `json:"nonce"`
+	Hash0          string   `json:"hash0"`
+	SampleIdxs     []uint64 `json:"sampleIdxs"`
+	KvIdxs         []uint64 `json:"kvIdxs"`
+	SampleIdxsInKv []uint64 `json:"sampleIdxsInKv"`
+	EncodedSamples []string `json:"encodedSamples"`
+	Hash1          string   `json:"hash1"`
+}
+
+// HashRecord is one nonce computed from the files: what `pora hash --json` prints.
+type HashRecord struct {
+	NonceProof
+	Shard        uint64 `json:"shard"`
+	Miner        string `json:"miner"`
+	Randao       string `json:"randao"`
+	RequiredDiff string `json:"requiredDiff,omitempty"`
+	Valid        *bool  `json:"valid,omitempty"`
+	// Raw is the record as pora produced it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ShardSlot is one shard's result for one slot: one line of `pora mine --json`.
+type ShardSlot struct {
+	Slot              uint64       `json:"slot"`
+	Shard             uint64       `json:"shard"`
+	Randao            string       `json:"randao"`
+	NonceLimit        uint64       `json:"nonceLimit"`
+	NoncesTried       uint64       `json:"noncesTried"`
+	MiningPower       float64      `json:"miningPower"`
+	ElapsedSec        float64      `json:"elapsedSec"`
+	SamplesRead       uint64       `json:"samplesRead"`
+	SamplesPerSec     float64      `json:"samplesPerSec"`
+	Method            string       `json:"method"`
+	Threads           int          `json:"threads"`
+	Depth             int          `json:"depth"`
+	IOErrors          uint64       `json:"ioErrors"`
+	ChangedDuringSlot uint64       `json:"changedDuringSlot"`
+	Bottleneck        string       `json:"bottleneck"`
+	IOWaitFraction    float64      `json:"ioWaitFraction"`
+	CPUBusyFraction   float64      `json:"cpuBusyFraction"`
+	Interrupted       bool         `json:"interrupted"`
+	Found             []NonceProof `json:"found"`
+	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
+	Raw json.RawMessage `json:"-"`
+}
+
+// SlotReport is every shard's result for one slot.
+type SlotReport struct {
+	Shards []ShardSlot
+	// IOErrorMessages are the first few read errors, naming file and offset.
+	IOErrorMessages []string
+}
+
+// SlotRequest is what one slot mines on every shard of the set.
+type SlotRequest struct {
+	// Randao is the 32-byte randao mix digest.
+	Randao []byte
+	// Nonces NonceStart..NonceEnd (end exclusive); both zero = es-node's 0..2^20.
+	NonceStart, NonceEnd uint64
+	// Find mode (FindFirst by default).
+	Find Find
+	// Difficulty; nil = no nonce is valid (throughput runs).
+	Difficulty *Difficulty
+	// Slot is written into each record's slot field.
+	Slot uint64
+	// Duration is the slot length when the context has no deadline (0 = 12 s, es-node's slot).
+	Duration time.Duration
+}
+
+// DefaultNonces is es-node's nonces per shard and slot.
+const DefaultNonces = 1 << 20
+
+// DefaultSlot is es-node's slot length.
+const DefaultSlot = 12 * time.Second
+
+// MineSlot mines one slot on every shard. The context's deadline is the slot deadline (no read
+// is issued after it); cancelling the context stops the slot within about 50 ms and returns the
+// partial report (Interrupted set) together with ctx.Err(). A slot already running on this set
+// makes it return ErrBusy at once; Close during the slot makes it return ErrClosed.
+func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	params, owned, err := req.toC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		owned.free()
+		C.free(unsafe.Pointer(params))
+	}()
+	id, err := s.handle("mine")
+	if err != nil {
+		return nil, err
+	}
+	token, err := newCancelToken()
+	if err != nil {
+		return nil, err
+	}
+	defer token.free()
+	stopWatch := watch(ctx, token)
+	var out C.PoraBuf
+	status := C.pora_mine_slot(id, params, token.id, &out)
+	stopWatch()
+	runtime.KeepAlive(s)
+	data, err := result("mine", status, &out)
+	if err != nil {
+		return nil, err
+	}
+	report, err := parseSlot(data)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() == context.Canceled && interrupted(report) {
+		return report, ctx.Err()
+	}
+	return report, nil
+}
+
+func interrupted(r *SlotReport) bool {
+	for _, s := range r.Shards {
+		if s.Interrupted {
+			return true
+		}
+	}
+	return false
+}
+
+// watch fires the token when ctx is cancelled (not at its deadline: pora ends the slot at the
+// deadline itself) and returns the function that stops watching.
+func watch(ctx context.Context, token cancelToken) func() {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.Canceled {
+				token.cancel()
+			}
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error) {
+	bad := func(format string, a ...interface{}) error {
+		return &Error{Status: StatusInvalidArgument, Op: "mine", Message: fmt.Sprintf(format, a...)}
+	}
+	if len(r.Randao) != int(C.PORA_RANDAO_LEN) {
+		return nil, cBytes{}, bad("randao: %d bytes, expected %d", len(r.Randao), int(C.PORA_RANDAO_LEN))
+	}
+	start, end := r.NonceStart, r.NonceEnd
+	if start == 0 && end == 0 {
+		end = DefaultNonces
+	}
+	slot := r.Duration
+	if slot == 0 {
+		slot = DefaultSlot
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		slot = time.Until(deadline)
+		if slot < time.Millisecond {
+			return nil, cBytes{}, context.DeadlineExceeded
+		}
+	}
+	diff, err := r.Difficulty.toC()
+	if err != nil {
+		return nil, cBytes{}, err
+	}
+	p := (*C.PoraSlotParams)(C.calloc(1, C.size_t(unsafe.Sizeof(C.PoraSlotParams{}))))
+	randao, owned := newCBytes(r.Randao)
+	p.randao = randao
+	p.nonce_start = C.uint64_t(start)
+	p.nonce_end = C.uint64_t(end)
+	p.deadline_ms = C.uint64_t(slot / time.Millisecond)
+	p.find = C.uint32_t(r.Find)
+	p.slot = C.uint64_t(r.Slot)
+	p.difficulty = diff
+	return p, owned, nil
+}
+
+func parseSlot(data []byte) (*SlotReport, error) {
+	var raw struct {
+		Shards          []json.RawMessage `json:"shards"`
+		IOErrorMessages []string          `json:"ioErrorMessages"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("pora mine: reading the result: %w", err)
+	}
+	report := &SlotReport{Shards: make([]ShardSlot, len(raw.Shards)), IOErrorMessages: raw.IOErrorMessages}
+	for i, r := range raw.Shards {
+		if err := json.Unmarshal(r, &report.Shards[i]); err != nil {
+			return nil, fmt.Errorf("pora mine: reading shard record %d: %w", i, err)
+		}
+		report.Shards[i].Raw = r
+	}
+	return report, nil
+}
+
+// Hash computes one nonce of shard `shard` (its index, e.g. 0) through the plain single-nonce
+// path: what `pora hash --json` prints.
+func (s *Shards) Hash(shard uint64, randao []byte, nonce uint64) (*HashRecord, error) {
+	return s.HashWithDifficulty(shard, randao, nonce, nil)
+}
+
+// HashWithDifficulty is Hash that also says whether hash1 meets the difficulty.
+func (s *Shards) HashWithDifficulty(shard uint64, randao []byte, nonce uint64, d *Difficulty) (*HashRecord, error) {
+	if len(randao) != int(C.PORA_RANDAO_LEN) {
+		return nil, &Error{Status: StatusInvalidArgument, Op: "hash", Message: fmt.Sprintf("randao: %d bytes, expected %d", len(randao), int(C.PORA_RANDAO_LEN))}
+	}
+	diff, err := d.toC()
+	if err != nil {
+		return nil, err
+	}
+	cdiff := (*C.PoraDifficulty)(C.malloc(C.size_t(unsafe.Sizeof(diff))))
+	*cdiff = diff
+	defer C.free(unsafe.Pointer(cdiff))
+	cr, owned := newCBytes(randao)
+	defer owned.free()
+	id, err := s.handle("hash")
+	if err != nil {
+		return nil, err
+	}
+	var out C.PoraBuf
+	status := C.pora_hash(id, C.uint64_t(shard), cr, C.uint64_t(nonce), cdiff, &out)
+	runtime.KeepAlive(s)
+	data, err := result("hash", status, &out)
+	if err != nil {
+		return nil, err
+	}
+	rec := &HashRecord{Raw: data}
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("pora hash: reading the result: %w", err)
+	}
+	return rec, nil
+}
+
+// cancelToken is a pora cancel token (one per slot).
+type cancelToken struct{ id C.uint64_t }
+
+func newCancelToken() (cancelToken, error) {
+	var id C.uint64_t
+	var out C.PoraBuf
+	_, err := result("cancel_new", C.pora_cancel_new(&id, &out), &out)
+	return cancelToken{id}, err
+}
+
+func (t cancelToken) cancel() {
+	var out C.PoraBuf
+	_, _ = result("cancel", C.pora_cancel(t.id, &out), &out) // a token alive for the slot cannot fail
+}
+
+func (t cancelToken) free() {
+	var out C.PoraBuf
+	_, _ = result("cancel_free", C.pora_cancel_free(t.id, &out), &out) // freed once, by its owner
+}

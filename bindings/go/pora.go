@@ -1,0 +1,233 @@
+// Package pora mines EthStorage shards in-process through libpora (the Rust miner) over cgo.
+//
+// Open a shard set once, then call MineSlot for each slot: the context's deadline is the slot
+// deadline and cancelling the context stops the slot within ~50 ms with partial counts. Hash
+// computes one nonce through the plain single-nonce path (what a proof needs). Results are copied
+// into Go memory before pora's buffers are freed; a *Shards must be closed with Close (a finalizer
+// closes a forgotten one, as a safety net only).
+//
+// The records are the JSON shapes `pora mine --json` and `pora hash --json` print; each parsed
+// record keeps its raw JSON in Raw so callers can forward it unchanged.
+package pora
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../crates/pora-ffi/include
+#cgo linux LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -ldl -lm -lpthread -Wl,-z,noexecstack
+#cgo darwin LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -lm -lpthread
+#cgo windows LDFLAGS: ${SRCDIR}/../../target/x86_64-pc-windows-gnu/release/libpora_ffi.a -lws2_32 -luserenv -lntdll -lbcrypt -lkernel32
+#include <stdlib.h>
+#include <string.h>
+#include "pora.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// ABIVersion is the C ABI version these bindings were written for.
+const ABIVersion = uint32(C.PORA_ABI_VERSION)
+
+// Status is a pora call's status code (PoraStatus in pora.h).
+type Status int
+
+// The status codes of pora.h.
+const (
+	StatusOK              Status = C.PORA_STATUS_OK
+	StatusInvalidArgument Status = C.PORA_STATUS_INVALID_ARGUMENT
+	StatusIO              Status = C.PORA_STATUS_IO
+	StatusShard           Status = C.PORA_STATUS_SHARD
+	StatusBusy            Status = C.PORA_STATUS_BUSY
+	StatusClosed          Status = C.PORA_STATUS_CLOSED
+	StatusPanic           Status = C.PORA_STATUS_PANIC
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusInvalidArgument:
+		return "invalid argument"
+	case StatusIO:
+		return "i/o error"
+	case StatusShard:
+		return "bad shard"
+	case StatusBusy:
+		return "busy"
+	case StatusClosed:
+		return "closed"
+	case StatusPanic:
+		return "panic"
+	}
+	return fmt.Sprintf("status %d", int(s))
+}
+
+// Error is a failed pora call: its status and pora's message.
+type Error struct {
+	Status  Status
+	Op      string
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("pora %s: %s: %s", e.Op, e.Status, e.Message)
+}
+
+// Is makes errors.Is(err, ErrBusy) (and the other sentinels) match on the status.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Op == "" && t.Message == "" && t.Status == e.Status
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
+	ErrIO              = &Error{Status: StatusIO}
+	ErrShard           = &Error{Status: StatusShard}
+	ErrBusy            = &Error{Status: StatusBusy}
+	ErrClosed          = &Error{Status: StatusClosed}
+	ErrPanic           = &Error{Status: StatusPanic}
+)
+
+// LibraryABIVersion is the ABI version of the linked libpora; it must equal ABIVersion.
+func LibraryABIVersion() uint32 {
+	return uint32(C.pora_abi_version())
+}
+
+// result turns a status and the out buffer into the copied bytes or an *Error, freeing the buffer.
+func result(op string, status uint32, out *C.PoraBuf) ([]byte, error) {
+	var data []byte
+	if out.ptr != nil {
+		data = C.GoBytes(unsafe.Pointer(out.ptr), C.int(out.len))
+		C.pora_buf_free(out)
+	}
+	if Status(status) != StatusOK {
+		return nil, &Error{Status: Status(status), Op: op, Message: string(data)}
+	}
+	return data, nil
+}
+
+// cBytes is C memory holding a copy of Go bytes, so no Go pointer is handed to C.
+type cBytes struct{ ptr unsafe.Pointer }
+
+func newCBytes(b []byte) (C.PoraBytes, cBytes) {
+	if len(b) == 0 {
+		return C.PoraBytes{}, cBytes{}
+	}
+	p := C.CBytes(b)
+	return C.PoraBytes{ptr: (*C.uint8_t)(p), len: C.size_t(len(b))}, cBytes{p}
+}
+
+func (c cBytes) free() {
+	if c.ptr != nil {
+		C.free(c.ptr)
+	}
+}
+
+// Choice says which method and knobs a shard set runs with, and why.
+type Choice struct {
+	Method  string  `json:"method"`
+	Threads int     `json:"threads"`
+	Depth   int     `json:"depth"`
+	Profile *string `json:"profile"`
+	Why     string  `json:"why"`
+}
+
+// Shards is an opened shard set. Safe for concurrent use; one slot runs at a time (a second
+// MineSlot while one runs returns ErrBusy).
+type Shards struct {
+	mu     sync.RWMutex // guards id against Close while a call starts
+	id     C.uint64_t
+	Choice Choice
+	// ShardIdxs is the shard index of each group given to Open, in order.
+	ShardIdxs []uint64
+	// Notes are things the user should know about how the set was opened (a stale profile...).
+	Notes []string
+}
+
+// Open opens shard files read-only: each group is the data files of one shard (one `--file` of
+// `pora mine`).
+func Open(groups [][]string, opts Options) (*Shards, error) {
+	var nFiles int
+	for _, g := range groups {
+		nFiles += len(g)
+	}
+	if len(groups) == 0 || nFiles == 0 {
+		return nil, &Error{Status: StatusInvalidArgument, Op: "open", Message: "no shard files given"}
+	}
+	files := (*[1 << 28]C.PoraBytes)(C.malloc(C.size_t(nFiles) * C.size_t(unsafe.Sizeof(C.PoraBytes{}))))[:nFiles:nFiles]
+	sizes := (*[1 << 28]C.size_t)(C.malloc(C.size_t(len(groups)) * C.size_t(unsafe.Sizeof(C.size_t(0)))))[:len(groups):len(groups)]
+	var owned []cBytes
+	defer func() {
+		for _, o := range owned {
+			o.free()
+		}
+		C.free(unsafe.Pointer(&files[0]))
+		C.free(unsafe.Pointer(&sizes[0]))
+	}()
+	i := 0
+	for g, group := range groups {
+		sizes[g] = C.size_t(len(group))
+		for _, path := range group {
+			b, o := newCBytes([]byte(path))
+			files[i], owned = b, append(owned, o)
+			i++
+		}
+	}
+	copts, optOwned, err := opts.toC()
+	owned = append(owned, optOwned...)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(copts))
+	var id C.uint64_t
+	var out C.PoraBuf
+	status := C.pora_open(&files[0], C.size_t(nFiles), &sizes[0], C.size_t(len(groups)), copts, &id, &out)
+	data, err := result("open", status, &out)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shards{id: id}
+	var info struct {
+		Shards []uint64 `json:"shards"`
+		Choice Choice   `json:"choice"`
+		Notes  []string `json:"notes"`
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("pora open: reading the result: %w", err)
+	}
+	s.ShardIdxs, s.Choice, s.Notes = info.Shards, info.Choice, info.Notes
+	runtime.SetFinalizer(s, (*Shards).Close)
+	return s, nil
+}
+
+// Close releases the shard set. A slot running on it stops and its MineSlot returns ErrClosed.
+// Closing twice returns ErrClosed.
+func (s *Shards) Close() error {
+	s.mu.Lock()
+	id := s.id
+	s.id = 0
+	s.mu.Unlock()
+	if id == 0 {
+		return &Error{Status: StatusClosed, Op: "close", Message: "shard set already closed"}
+	}
+	runtime.SetFinalizer(s, nil)
+	var out C.PoraBuf
+	_, err := result("close", C.pora_close(id, &out), &out)
+	return err
+}
+
+// handle returns the live id, or ErrClosed.
+func (s *Shards) handle(op string) (C.uint64_t, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.id == 0 {
+		return 0, &Error{Status: StatusClosed, Op: op, Message: "shard set is closed"}
+	}
+	return s.id, nil
+}

@@ -1,0 +1,263 @@
+/*
+ * pora.h: the stable C ABI of pora, the EthStorage proof-of-random-access miner.
+ *
+ * Conventions (see crates/pora-ffi/src/lib.rs):
+ *  - Every call returns a PoraStatus. Calls that produce something write it to the PoraBuf *out
+ *    (JSON, UTF-8); on any status other than PORA_STATUS_OK, *out holds the error message instead.
+ *    Whatever pora puts in a PoraBuf is freed with pora_buf_free, exactly once.
+ *  - Inputs are borrowed for the duration of the call: byte strings as pointer + length, never
+ *    NUL-terminated. Nothing the caller passes is kept.
+ *  - Shard handles and cancel tokens are 64-bit ids, never reused; a closed, freed, unknown or
+ *    wrong-kind id is reported (PORA_STATUS_CLOSED / PORA_STATUS_INVALID_ARGUMENT), not undefined.
+ *  - Panics inside pora become PORA_STATUS_PANIC with the panic message; nothing unwinds into
+ *    the caller and nothing aborts the process.
+ */
+
+#ifndef PORA_H
+#define PORA_H
+
+/* Generated from crates/pora-ffi/src by cbindgen (crates/pora-ffi/tests/header.rs). Do not edit: run `PORA_BLESS=1 cargo test -p pora-ffi --test header`. */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+// Version of this ABI; bumped on any incompatible change to a signature, struct or status.
+// Callers compare [`pora_abi_version`] with the header's value before anything else.
+#define PORA_ABI_VERSION 1
+
+// Length in bytes of a randao (a 32-byte hash).
+#define PORA_RANDAO_LEN 32
+
+// Length in bytes of a miner address.
+#define PORA_ADDRESS_LEN 20
+
+// What a call did. Every status but `Ok` comes with a message in the call's `out` buffer.
+typedef enum PoraStatus {
+  // Success; `out` holds the result (or nothing, for calls without one).
+  PORA_STATUS_OK = 0,
+  // A null pointer, a wrong length, an unknown enum value, a bad option, a shard not in the
+  // set, an id of the wrong kind or never issued, a buffer pora did not hand out.
+  PORA_STATUS_INVALID_ARGUMENT = 1,
+  // Opening or reading the shard files failed (a missing file, a sample read under
+  // `on_io_error` stop).
+  PORA_STATUS_IO = 2,
+  // The files are not a usable shard (bad header, wrong size, duplicate shard).
+  PORA_STATUS_SHARD = 3,
+  // A slot is already running on this shard set: one slot at a time per handle.
+  PORA_STATUS_BUSY = 4,
+  // The handle or cancel token was closed or freed (also: closed while the slot ran; the
+  // slot's results are then discarded).
+  PORA_STATUS_CLOSED = 5,
+  // pora panicked; the message says where. Nothing unwound into the caller; close the handle
+  // and open the shards again before mining on.
+  PORA_STATUS_PANIC = 6,
+} PoraStatus;
+
+// Values of `PoraSlotParams.find`.
+typedef enum PoraFind {
+  // Stop each shard's slot at its first valid nonce (es-node's behaviour).
+  PORA_FIND_FIRST = 0,
+  // Try every nonce, report the lowest hash1.
+  PORA_FIND_BEST = 1,
+  // Try every nonce, report every valid one.
+  PORA_FIND_ALL = 2,
+} PoraFind;
+
+// Values of `PoraDifficulty.kind`.
+typedef enum PoraDiffKind {
+  // No difficulty: no nonce is valid (throughput runs).
+  PORA_DIFF_KIND_NONE = 0,
+  // `required_diff` is the threshold hash1 must not exceed.
+  PORA_DIFF_KIND_REQUIRED = 1,
+  // Compute requiredDiff from the contract's inputs (difficulty, interval, cutoff, ...).
+  PORA_DIFF_KIND_INPUTS = 2,
+} PoraDiffKind;
+
+// Values of `PoraOpenOptions.on_io_error`.
+typedef enum PoraOnIoError {
+  // Re-issue a failed read a few times, then drop the nonce.
+  PORA_ON_IO_ERROR_RETRY = 0,
+  // Drop the nonce at once.
+  PORA_ON_IO_ERROR_SKIP = 1,
+  // End the slot with PORA_STATUS_IO.
+  PORA_ON_IO_ERROR_STOP = 2,
+} PoraOnIoError;
+
+// Values of `PoraOpenOptions.profile`.
+typedef enum PoraProfileSource {
+  // `<first file>.pora-profile.toml` when it exists (what `pora tune` writes).
+  PORA_PROFILE_SOURCE_BESIDE_FIRST_FILE = 0,
+  // The file at `profile_path`, which must exist.
+  PORA_PROFILE_SOURCE_AT = 1,
+  // No profile.
+  PORA_PROFILE_SOURCE_IGNORE = 2,
+} PoraProfileSource;
+
+// Bytes allocated by pora (a JSON result or an error message, UTF-8, not NUL-terminated).
+// Empty is `{NULL, 0}`. Free with [`pora_buf_free`] once.
+typedef struct PoraBuf {
+  uint8_t *ptr;
+  size_t len;
+} PoraBuf;
+
+// A borrowed byte string: `len` bytes at `ptr`. `ptr` may be null only when `len` is 0.
+typedef struct PoraBytes {
+  const uint8_t *ptr;
+  size_t len;
+} PoraBytes;
+
+// How to open a shard set. All zero (and empty byte strings) = pora's defaults.
+typedef struct PoraOpenOptions {
+  // Access method name as `pora mine --method` takes it ("auto", "pread", "uring-direct",
+  // "mmap", "sim", ...); empty = "auto".
+  struct PoraBytes method;
+  // Worker threads; 0 = the profile's, else the method's default.
+  uint32_t threads;
+  // Reads in flight per thread; 0 = the profile's, else the method's default.
+  uint32_t depth;
+  // Samples per nonce; 0 = 2 (production).
+  uint32_t random_checks;
+  // A `PoraOnIoError` value.
+  uint32_t on_io_error;
+  // Shard size as log2(KVs); 0 = inferred from the files.
+  uint32_t kv_entries_bits;
+  // A `PoraProfileSource` value.
+  uint32_t profile;
+  // The profile file for `PORA_PROFILE_SOURCE_AT`.
+  struct PoraBytes profile_path;
+  // Miner address for hash0 (20 bytes); empty = the files' miner.
+  struct PoraBytes miner;
+  // Simulated disk (`method` "sim") only: latency range of every read, microseconds.
+  uint32_t sim_latency_us_min;
+  uint32_t sim_latency_us_max;
+  // Simulated disk only: seed of its random choices.
+  uint64_t sim_seed;
+} PoraOpenOptions;
+
+// The difficulty of a slot (or of one hashed nonce). 256-bit values are big-endian.
+typedef struct PoraDifficulty {
+  // A `PoraDiffKind` value.
+  uint32_t kind;
+  // For `PORA_DIFF_KIND_REQUIRED`.
+  uint8_t required_diff[32];
+  // For `PORA_DIFF_KIND_INPUTS`: the contract's difficulty.
+  uint8_t difficulty[32];
+  // For `PORA_DIFF_KIND_INPUTS`: blockTime - lastMineTime, seconds.
+  uint64_t interval;
+  // For `PORA_DIFF_KIND_INPUTS`: 0 = 7200.
+  uint64_t cutoff;
+  // For `PORA_DIFF_KIND_INPUTS`: 0 = 32.
+  uint64_t diff_adj_divisor;
+  // For `PORA_DIFF_KIND_INPUTS`: all zero = 10485760.
+  uint8_t minimum_diff[32];
+} PoraDifficulty;
+
+// One slot to mine on every shard of a handle.
+typedef struct PoraSlotParams {
+  // The randao mix digest, exactly `PORA_RANDAO_LEN` bytes.
+  struct PoraBytes randao;
+  // Nonces `nonce_start .. nonce_end` (end exclusive, start < end).
+  uint64_t nonce_start;
+  uint64_t nonce_end;
+  // Slot length from the call, milliseconds (> 0): no read is issued after it.
+  uint64_t deadline_ms;
+  // A `PoraFind` value.
+  uint32_t find;
+  // The slot number written into each record's `slot` field.
+  uint64_t slot;
+  struct PoraDifficulty difficulty;
+} PoraSlotParams;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+// Frees a buffer pora wrote into `*buf` and resets it to `{NULL, 0}`. Freeing an empty buffer
+// is a no-op; freeing one twice, or bytes pora did not allocate, returns
+// `PORA_STATUS_INVALID_ARGUMENT` and touches nothing.
+//
+// # Safety
+// `buf` must be null or point to a writable `PoraBuf`.
+enum PoraStatus pora_buf_free(struct PoraBuf *buf);
+
+// The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
+uint32_t pora_abi_version(void);
+
+// Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
+// `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
+// may be null for the defaults. On success `*handle` is the set's id and `out` holds
+// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why},"notes":[...]}`.
+//
+// # Safety
+// Pointers must be null or valid for their lengths; `handle` and `out` writable.
+enum PoraStatus pora_open(const struct PoraBytes *files,
+                          size_t files_len,
+                          const size_t *group_sizes,
+                          size_t groups_len,
+                          const struct PoraOpenOptions *options,
+                          uint64_t *handle,
+                          struct PoraBuf *out);
+
+// Closes a shard set. A slot running on it is stopped and returns PORA_STATUS_CLOSED; the files
+// are released when that slot returns. Closing twice returns PORA_STATUS_CLOSED.
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_close(uint64_t handle, struct PoraBuf *out);
+
+// One nonce of shard `shard` (the shard index, e.g. 0 for the first 2^kvEntriesBits KVs)
+// through the plain single-nonce path: `out` holds what `pora hash --json` prints (hash0,
+// sample and KV indices, encoded samples, hash1, and with a difficulty requiredDiff and
+// valid). `difficulty` may be null.
+//
+// # Safety
+// Pointers must be null or valid; `out` writable.
+enum PoraStatus pora_hash(uint64_t handle,
+                          uint64_t shard,
+                          struct PoraBytes randao,
+                          uint64_t nonce,
+                          const struct PoraDifficulty *difficulty,
+                          struct PoraBuf *out);
+
+// Mines one slot on every shard of the set. `cancel` is a token from `pora_cancel_new` (0 for
+// none): cancelling it ends the slot within about 50 ms with partial counts and
+// `"interrupted": true`. `out` holds `{"shards":[...],"ioErrorMessages":[...]}` where each
+// shard record is one line of `pora mine --json`. A second call while a slot runs on the same
+// set returns PORA_STATUS_BUSY at once.
+//
+// # Safety
+// `params` must be null or valid; `out` writable.
+enum PoraStatus pora_mine_slot(uint64_t handle,
+                               const struct PoraSlotParams *params,
+                               uint64_t cancel,
+                               struct PoraBuf *out);
+
+// A new cancel token in `*token` (not cancelled). One token may serve many slots; once
+// cancelled it stays cancelled, so use a fresh one per slot.
+//
+// # Safety
+// `token` and `out` must be writable.
+enum PoraStatus pora_cancel_new(uint64_t *token, struct PoraBuf *out);
+
+// Cancels: every slot running with this token stops issuing reads and returns its partial
+// counts. Safe to call from any thread, any number of times.
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_cancel(uint64_t token, struct PoraBuf *out);
+
+// Frees a cancel token. A slot still running with it keeps its own reference and can still be
+// cancelled by closing its handle. Freeing twice returns PORA_STATUS_CLOSED.
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_cancel_free(uint64_t token, struct PoraBuf *out);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* PORA_H */

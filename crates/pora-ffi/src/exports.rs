@@ -1,0 +1,299 @@
+//! The exported functions: version, open/close, hash one nonce, mine one slot, cancel tokens.
+//! Each is a thin shell: check arguments, run the pora-mine call inside [`guard::call`], and
+//! return the records every front end shares (`pora_mine::records`) as JSON.
+
+use crate::buf::{PoraBuf, PoraBytes};
+use crate::guard::{self, Failure, Outcome};
+use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
+use crate::registry::{self, lock, Shards};
+use crate::{PoraStatus, PORA_ABI_VERSION};
+use pora_mine::records::{HashRecord, ShardSlotRecord};
+use pora_mine::session::{Choice, Session};
+use pora_mine::MineError;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
+#[no_mangle]
+pub extern "C" fn pora_abi_version() -> u32 {
+    PORA_ABI_VERSION
+}
+
+/// What `pora_open` returns: how the set was opened and what the user should know.
+#[derive(Serialize)]
+struct OpenRecord<'a> {
+    /// The shard index of each group, in order.
+    shards: Vec<u64>,
+    choice: &'a Choice,
+    notes: &'a [String],
+}
+
+/// What `pora_mine_slot` returns.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SlotRecords<'a> {
+    shards: &'a [ShardSlotRecord],
+    /// The first few read errors, naming file and offset.
+    io_error_messages: &'a [String],
+}
+
+fn json(value: &impl Serialize) -> Outcome {
+    serde_json::to_vec(value).map_err(|e| Failure::new(PoraStatus::Panic, e.to_string()))
+}
+
+fn mine_failure(e: MineError) -> Failure {
+    let status = match &e {
+        MineError::Busy => PoraStatus::Busy,
+        MineError::Io(_) | MineError::Read { .. } | MineError::Open { .. } => PoraStatus::Io,
+        // A file that cannot be opened or read is an I/O failure, not a bad shard.
+        MineError::Shard {
+            source: pora_core::Error::Io { .. },
+            ..
+        } => PoraStatus::Io,
+        MineError::Shard { .. } | MineError::DuplicateShard { .. } => PoraStatus::Shard,
+        _ => PoraStatus::InvalidArgument,
+    };
+    Failure::new(status, e.to_string())
+}
+
+/// Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
+/// `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
+/// may be null for the defaults. On success `*handle` is the set's id and `out` holds
+/// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why},"notes":[...]}`.
+///
+/// # Safety
+/// Pointers must be null or valid for their lengths; `handle` and `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_open(
+    files: *const PoraBytes,
+    files_len: usize,
+    group_sizes: *const usize,
+    groups_len: usize,
+    options: *const PoraOpenOptions,
+    handle: *mut u64,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        if handle.is_null() {
+            return Err(Failure::invalid("handle: null pointer"));
+        }
+        *handle = 0;
+        let groups = groups(files, files_len, group_sizes, groups_len)?;
+        let options = match options.as_ref() {
+            Some(o) => o.options()?,
+            None => Default::default(),
+        };
+        let session = Session::open(&groups, &options).map_err(mine_failure)?;
+        let result = json(&OpenRecord {
+            shards: session
+                .miner()
+                .shards()
+                .iter()
+                .map(|s| s.geometry.shard_idx)
+                .collect(),
+            choice: session.choice(),
+            notes: session.notes(),
+        })?;
+        *handle = registry::add_shards(Shards::new(session));
+        Ok(result)
+    })
+}
+
+/// The file groups from the flat list and the group sizes.
+unsafe fn groups(
+    files: *const PoraBytes,
+    files_len: usize,
+    group_sizes: *const usize,
+    groups_len: usize,
+) -> Result<Vec<Vec<PathBuf>>, Failure> {
+    if files.is_null() || files_len == 0 {
+        return Err(Failure::invalid("files: no files given"));
+    }
+    if group_sizes.is_null() || groups_len == 0 {
+        return Err(Failure::invalid("group_sizes: no groups given"));
+    }
+    let files = std::slice::from_raw_parts(files, files_len);
+    let sizes = std::slice::from_raw_parts(group_sizes, groups_len);
+    if sizes.contains(&0)
+        || sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)) != Some(files_len)
+    {
+        return Err(Failure::invalid(format!(
+            "group_sizes {sizes:?}: each must be at least 1 and they must add up to files_len {files_len}"
+        )));
+    }
+    let mut groups = Vec::with_capacity(groups_len);
+    let mut at = 0;
+    for &size in sizes {
+        let group = files[at..at + size]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| params::path(f, &format!("files[{}]", at + i)))
+            .collect::<Result<Vec<_>, _>>()?;
+        groups.push(group);
+        at += size;
+    }
+    Ok(groups)
+}
+
+/// Closes a shard set. A slot running on it is stopped and returns PORA_STATUS_CLOSED; the files
+/// are released when that slot returns. Closing twice returns PORA_STATUS_CLOSED.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_close(handle: u64, out: *mut PoraBuf) -> PoraStatus {
+    guard::call(out, || {
+        registry::remove_shards(handle)?.close();
+        Ok(Vec::new())
+    })
+}
+
+/// One nonce of shard `shard` (the shard index, e.g. 0 for the first 2^kvEntriesBits KVs)
+/// through the plain single-nonce path: `out` holds what `pora hash --json` prints (hash0,
+/// sample and KV indices, encoded samples, hash1, and with a difficulty requiredDiff and
+/// valid). `difficulty` may be null.
+///
+/// # Safety
+/// Pointers must be null or valid; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_hash(
+    handle: u64,
+    shard: u64,
+    randao: PoraBytes,
+    nonce: u64,
+    difficulty: *const PoraDifficulty,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        let set = registry::shards(handle)?;
+        let randao = params::randao(&randao)?;
+        let required = match difficulty.as_ref() {
+            Some(d) => d.required()?,
+            None => None,
+        };
+        let miner = set.session.miner();
+        let proof = set
+            .session
+            .hash(shard, &randao, nonce)
+            .map_err(mine_failure)?;
+        let files_miner = miner
+            .shards()
+            .iter()
+            .find(|s| s.geometry.shard_idx == shard)
+            .map(|s| s.miner)
+            .ok_or_else(|| Failure::invalid(format!("no shard {shard} is open here")))?;
+        let address = miner.config().miner.unwrap_or(files_miner);
+        json(&HashRecord::new(proof, shard, address, randao, required))
+    })
+}
+
+/// Mines one slot on every shard of the set. `cancel` is a token from `pora_cancel_new` (0 for
+/// none): cancelling it ends the slot within about 50 ms with partial counts and
+/// `"interrupted": true`. `out` holds `{"shards":[...],"ioErrorMessages":[...]}` where each
+/// shard record is one line of `pora mine --json`. A second call while a slot runs on the same
+/// set returns PORA_STATUS_BUSY at once.
+///
+/// # Safety
+/// `params` must be null or valid; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_mine_slot(
+    handle: u64,
+    params: *const PoraSlotParams,
+    cancel: u64,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        let set = registry::shards(handle)?;
+        let params = params
+            .as_ref()
+            .ok_or_else(|| Failure::invalid("params: null pointer"))?;
+        let request = params.request()?;
+        let stop = match cancel {
+            0 => Arc::new(AtomicBool::new(false)),
+            id => registry::cancel(id)?,
+        };
+        let _running = Running::claim(&set, stop.clone())?;
+        let report = set
+            .session
+            .mine_slot(&request, &stop)
+            .map_err(mine_failure)?;
+        if set.closed.load(Ordering::SeqCst) {
+            return Err(Failure::new(
+                PoraStatus::Closed,
+                format!("shard handle {handle:#x} was closed while the slot ran; its results are discarded"),
+            ));
+        }
+        let records = ShardSlotRecord::from_report(params.slot, &report, set.session.choice());
+        json(&SlotRecords {
+            shards: &records,
+            io_error_messages: &report.io_error_messages,
+        })
+    })
+}
+
+/// The claim of a set's one running slot, released on drop (also when the slot panics).
+struct Running<'a>(&'a Shards);
+
+impl<'a> Running<'a> {
+    fn claim(set: &'a Shards, stop: Arc<AtomicBool>) -> Result<Running<'a>, Failure> {
+        let mut running = lock(&set.running);
+        if running.is_some() {
+            return Err(mine_failure(MineError::Busy));
+        }
+        if set.closed.load(Ordering::SeqCst) {
+            return Err(Failure::new(PoraStatus::Closed, "shard handle was closed"));
+        }
+        *running = Some(stop);
+        Ok(Running(set))
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.running) = None;
+    }
+}
+
+/// A new cancel token in `*token` (not cancelled). One token may serve many slots; once
+/// cancelled it stays cancelled, so use a fresh one per slot.
+///
+/// # Safety
+/// `token` and `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_cancel_new(token: *mut u64, out: *mut PoraBuf) -> PoraStatus {
+    guard::call(out, || {
+        if token.is_null() {
+            return Err(Failure::invalid("token: null pointer"));
+        }
+        *token = registry::add_cancel();
+        Ok(Vec::new())
+    })
+}
+
+/// Cancels: every slot running with this token stops issuing reads and returns its partial
+/// counts. Safe to call from any thread, any number of times.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_cancel(token: u64, out: *mut PoraBuf) -> PoraStatus {
+    guard::call(out, || {
+        registry::cancel(token)?.store(true, Ordering::SeqCst);
+        Ok(Vec::new())
+    })
+}
+
+/// Frees a cancel token. A slot still running with it keeps its own reference and can still be
+/// cancelled by closing its handle. Freeing twice returns PORA_STATUS_CLOSED.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_cancel_free(token: u64, out: *mut PoraBuf) -> PoraStatus {
+    guard::call(out, || {
+        registry::remove_cancel(token)?;
+        Ok(Vec::new())
+    })
+}

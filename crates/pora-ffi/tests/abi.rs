@@ -1,0 +1,493 @@
+//! The C ABI called from Rust exactly as a C caller would: null pointers, wrong lengths, bad enum
+//! values, double free, use after close, wrong-kind ids, a second concurrent slot (busy), cancel
+//! with partial counts, close during a slot, and hash / mine results that agree with each other.
+//! (Panics are covered by the unit tests of `guard.rs`, which can make the body panic.)
+
+use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
+use pora_core::keccak::keccak256;
+use pora_core::{Address, EncodeType};
+use pora_ffi::*;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A complete shard of 2^kv_entries_bits 4 KiB KVs filled with keccak-derived bytes.
+fn write_shard(dir: &Path, shard: u64, kv_entries_bits: u32) -> PathBuf {
+    let chunks = 1u64 << kv_entries_bits;
+    let header = Header {
+        version: 1,
+        chunk_idx_start: shard * chunks,
+        chunk_idx_len: chunks,
+        encode_type: EncodeType::None,
+        max_kv_size: 4096,
+        chunk_size: 4096,
+        meta_size: META_SIZE,
+        miner: Address([0x5c; 20]),
+        status: 0,
+    };
+    let path = dir.join(format!("shard{shard}.dat"));
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(&header.encode()).unwrap();
+    let len = (header.allocated_len().unwrap() - HEADER_SIZE) as usize;
+    let mut data = Vec::with_capacity(len + 32);
+    let mut block = keccak256(&[&shard.to_be_bytes()]);
+    while data.len() < len {
+        block = keccak256(&[&block]);
+        data.extend_from_slice(&block);
+    }
+    file.write_all(&data[..len]).unwrap();
+    path
+}
+
+fn take(buf: &mut PoraBuf) -> String {
+    let text = if buf.ptr.is_null() {
+        String::new()
+    } else {
+        let bytes = unsafe { std::slice::from_raw_parts(buf.ptr, buf.len) };
+        String::from_utf8(bytes.to_vec()).unwrap()
+    };
+    assert_eq!(unsafe { pora_buf_free(buf) }, PoraStatus::Ok);
+    text
+}
+
+fn bytes(b: &[u8]) -> PoraBytes {
+    PoraBytes {
+        ptr: b.as_ptr(),
+        len: b.len(),
+    }
+}
+
+fn empty_options() -> PoraOpenOptions {
+    PoraOpenOptions {
+        method: bytes(b""),
+        threads: 0,
+        depth: 0,
+        random_checks: 0,
+        on_io_error: 0,
+        kv_entries_bits: 0,
+        profile: 2,
+        profile_path: bytes(b""),
+        miner: bytes(b""),
+        sim_latency_us_min: 0,
+        sim_latency_us_max: 0,
+        sim_seed: 0,
+    }
+}
+
+fn open(paths: &[&Path], options: &PoraOpenOptions) -> Result<(u64, String), (PoraStatus, String)> {
+    let raw: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| p.to_str().unwrap().as_bytes().to_vec())
+        .collect();
+    let files: Vec<PoraBytes> = raw.iter().map(|r| bytes(r)).collect();
+    let sizes = vec![1usize; files.len()];
+    let (mut handle, mut out) = (
+        0u64,
+        PoraBuf {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        },
+    );
+    let status = unsafe {
+        pora_open(
+            files.as_ptr(),
+            files.len(),
+            sizes.as_ptr(),
+            sizes.len(),
+            options,
+            &mut handle,
+            &mut out,
+        )
+    };
+    let text = take(&mut out);
+    match status {
+        PoraStatus::Ok => Ok((handle, text)),
+        s => Err((s, text)),
+    }
+}
+
+fn no_difficulty() -> PoraDifficulty {
+    PoraDifficulty {
+        kind: 0,
+        required_diff: [0; 32],
+        difficulty: [0; 32],
+        interval: 0,
+        cutoff: 0,
+        diff_adj_divisor: 0,
+        minimum_diff: [0; 32],
+    }
+}
+
+fn slot_params(
+    randao: &[u8],
+    nonces: std::ops::Range<u64>,
+    find: u32,
+    deadline_ms: u64,
+) -> PoraSlotParams {
+    PoraSlotParams {
+        randao: bytes(randao),
+        nonce_start: nonces.start,
+        nonce_end: nonces.end,
+        deadline_ms,
+        find,
+        slot: 3,
+        difficulty: no_difficulty(),
+    }
+}
+
+fn mine(handle: u64, params: &PoraSlotParams, cancel: u64) -> (PoraStatus, String) {
+    let mut out = PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let status = unsafe { pora_mine_slot(handle, params, cancel, &mut out) };
+    (status, take(&mut out))
+}
+
+fn close(handle: u64) -> (PoraStatus, String) {
+    let mut out = PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let status = unsafe { pora_close(handle, &mut out) };
+    (status, take(&mut out))
+}
+
+fn sim_options(latency_us: u32) -> PoraOpenOptions {
+    PoraOpenOptions {
+        method: bytes(b"sim"),
+        threads: 2,
+        depth: 4,
+        sim_latency_us_min: latency_us,
+        sim_latency_us_max: latency_us,
+        ..empty_options()
+    }
+}
+
+#[test]
+fn version_matches_the_header_constant() {
+    assert_eq!(pora_abi_version(), PORA_ABI_VERSION);
+}
+
+#[test]
+fn bad_arguments_are_reported_not_undefined() {
+    let mut out = PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let mut handle = 0u64;
+    // No files.
+    let s = unsafe {
+        pora_open(
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            &mut handle,
+            &mut out,
+        )
+    };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("files"));
+    // Null out buffer: refused without touching anything.
+    let s = unsafe { pora_close(1, std::ptr::null_mut()) };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    // A path whose pointer is null but length is not.
+    let files = [PoraBytes {
+        ptr: std::ptr::null(),
+        len: 5,
+    }];
+    let s = unsafe {
+        pora_open(
+            files.as_ptr(),
+            1,
+            [1usize].as_ptr(),
+            1,
+            std::ptr::null(),
+            &mut handle,
+            &mut out,
+        )
+    };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("files[0]"));
+    // Group sizes that do not add up.
+    let name = b"x.dat";
+    let files = [bytes(name)];
+    let s = unsafe {
+        pora_open(
+            files.as_ptr(),
+            1,
+            [2usize].as_ptr(),
+            1,
+            std::ptr::null(),
+            &mut handle,
+            &mut out,
+        )
+    };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("group_sizes"));
+    // A missing file is named.
+    let (s, msg) = open(
+        &[Path::new("/nonexistent/pora-ffi-missing.dat")],
+        &empty_options(),
+    )
+    .unwrap_err();
+    assert_eq!(s, PoraStatus::Io);
+    assert!(msg.contains("pora-ffi-missing.dat"), "{msg}");
+    // Bad enum values and method names.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 4);
+    let options = PoraOpenOptions {
+        on_io_error: 9,
+        ..empty_options()
+    };
+    assert_eq!(
+        open(&[&path], &options).unwrap_err().0,
+        PoraStatus::InvalidArgument
+    );
+    let options = PoraOpenOptions {
+        method: bytes(b"warp"),
+        ..empty_options()
+    };
+    let (s, msg) = open(&[&path], &options).unwrap_err();
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(msg.contains("warp"), "{msg}");
+}
+
+#[test]
+fn double_free_use_after_close_and_wrong_kind_ids_are_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 4);
+    let (handle, info) = open(&[&path], &empty_options()).unwrap();
+    assert!(info.contains("\"choice\""), "{info}");
+
+    // A result buffer freed twice: the second free is refused, even from a copy of the struct.
+    let randao = [7u8; 32];
+    let mut out = PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    assert_eq!(
+        unsafe { pora_hash(handle, 0, bytes(&randao), 1, std::ptr::null(), &mut out) },
+        PoraStatus::Ok
+    );
+    let mut copy = PoraBuf {
+        ptr: out.ptr,
+        len: out.len,
+    };
+    assert_eq!(unsafe { pora_buf_free(&mut out) }, PoraStatus::Ok);
+    assert!(out.ptr.is_null(), "free resets the buffer");
+    assert_eq!(
+        unsafe { pora_buf_free(&mut copy) },
+        PoraStatus::InvalidArgument
+    );
+    assert_eq!(
+        unsafe { pora_buf_free(std::ptr::null_mut()) },
+        PoraStatus::InvalidArgument
+    );
+
+    // A short randao, an unknown shard, a bad find value.
+    let s = unsafe {
+        pora_hash(
+            handle,
+            0,
+            bytes(&randao[..31]),
+            1,
+            std::ptr::null(),
+            &mut out,
+        )
+    };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("31 bytes"));
+    let s = unsafe { pora_hash(handle, 9, bytes(&randao), 1, std::ptr::null(), &mut out) };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("shard 9"));
+    let (s, msg) = mine(handle, &slot_params(&randao, 0..8, 7, 1000), 0);
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(msg.contains("find 7"), "{msg}");
+    let s = unsafe { pora_mine_slot(handle, std::ptr::null(), 0, &mut out) };
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(take(&mut out).contains("params"));
+    let (s, msg) = mine(handle, &slot_params(&randao, 5..5, 0, 1000), 0);
+    assert_eq!(s, PoraStatus::InvalidArgument);
+    assert!(msg.contains("5..5"), "{msg}");
+
+    // A cancel token is not a shard handle, and vice versa.
+    let mut token = 0u64;
+    assert_eq!(
+        unsafe { pora_cancel_new(&mut token, &mut out) },
+        PoraStatus::Ok
+    );
+    take(&mut out);
+    assert_eq!(
+        mine(token, &slot_params(&randao, 0..8, 0, 1000), 0).0,
+        PoraStatus::InvalidArgument
+    );
+    assert_eq!(
+        unsafe { pora_cancel(handle, &mut out) },
+        PoraStatus::InvalidArgument
+    );
+    take(&mut out);
+    assert_eq!(unsafe { pora_cancel_free(token, &mut out) }, PoraStatus::Ok);
+    assert_eq!(
+        unsafe { pora_cancel_free(token, &mut out) },
+        PoraStatus::Closed
+    );
+    take(&mut out);
+
+    // Use after close and double close.
+    assert_eq!(close(handle).0, PoraStatus::Ok);
+    let (s, msg) = mine(handle, &slot_params(&randao, 0..8, 0, 1000), 0);
+    assert_eq!(s, PoraStatus::Closed);
+    assert!(msg.contains("closed"), "{msg}");
+    assert_eq!(close(handle).0, PoraStatus::Closed);
+    assert_eq!(close(0).0, PoraStatus::InvalidArgument);
+}
+
+#[test]
+fn hash_and_mine_agree_and_match_the_record_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_shard(dir.path(), 0, 5);
+    let b = write_shard(dir.path(), 1, 5);
+    let options = PoraOpenOptions {
+        method: bytes(b"pread"),
+        threads: 2,
+        depth: 1,
+        ..empty_options()
+    };
+    let (handle, _) = open(&[&a, &b], &options).unwrap();
+    let randao = [0x42u8; 32];
+    // Every nonce valid: `--find all` reports each with its samples.
+    let mut params = slot_params(&randao, 10..74, 2, 60_000);
+    params.difficulty.kind = 1;
+    params.difficulty.required_diff = [0xff; 32];
+    let (s, text) = mine(handle, &params, 0);
+    assert_eq!(s, PoraStatus::Ok, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let shards = report["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 2);
+    for (i, shard) in shards.iter().enumerate() {
+        assert_eq!(shard["shard"], i as u64);
+        assert_eq!(shard["slot"], 3);
+        assert_eq!(shard["noncesTried"], 64);
+        assert_eq!(shard["found"].as_array().unwrap().len(), 64);
+        let found = &shard["found"][5];
+        let nonce = found["nonce"].as_u64().unwrap();
+        let mut out = PoraBuf {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        };
+        let s = unsafe {
+            pora_hash(
+                handle,
+                i as u64,
+                bytes(&randao),
+                nonce,
+                &params.difficulty,
+                &mut out,
+            )
+        };
+        assert_eq!(s, PoraStatus::Ok);
+        let hashed: Value = serde_json::from_str(&take(&mut out)).unwrap();
+        for key in ["hash0", "hash1", "sampleIdxs", "encodedSamples", "kvIdxs"] {
+            assert_eq!(hashed[key], found[key], "shard {i} nonce {nonce} {key}");
+        }
+        assert_eq!(hashed["valid"], true);
+        assert_eq!(
+            hashed["miner"],
+            "0x5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c"
+        );
+    }
+    // Difficulty inputs: a huge interval drops expectedDiff to the minimum.
+    params.difficulty = PoraDifficulty {
+        kind: 2,
+        interval: 1_000_000,
+        ..no_difficulty()
+    };
+    params.difficulty.difficulty[31] = 1;
+    params.find = 0;
+    let (s, text) = mine(handle, &params, 0);
+    assert_eq!(s, PoraStatus::Ok, "{text}");
+    assert_eq!(close(handle).0, PoraStatus::Ok);
+}
+
+/// Starts a long slot on `handle` in a thread and waits until a second call reports BUSY. The
+/// probe may itself hold the set when the long slot starts; a long slot refused as busy is
+/// started again.
+fn start_long_slot(handle: u64, cancel: u64) -> std::thread::JoinHandle<(PoraStatus, String)> {
+    let started = Instant::now();
+    loop {
+        let worker = std::thread::spawn(move || {
+            let randao = [1u8; 32];
+            mine(
+                handle,
+                &slot_params(&randao, 0..1 << 30, 1, 120_000),
+                cancel,
+            )
+        });
+        while !worker.is_finished() {
+            let (s, msg) = mine(handle, &slot_params(&[2u8; 32], 0..1, 0, 1000), 0);
+            if s == PoraStatus::Busy {
+                assert!(msg.contains("already running"), "{msg}");
+                return worker;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (s, msg) = worker.join().unwrap();
+        assert_eq!(s, PoraStatus::Busy, "the long slot ended: {msg}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the long slot never started"
+        );
+    }
+}
+
+#[test]
+fn a_second_slot_is_busy_and_cancel_returns_partial_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 6);
+    let (handle, _) = open(&[&path], &sim_options(2000)).unwrap();
+    let mut out = PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let mut token = 0u64;
+    assert_eq!(
+        unsafe { pora_cancel_new(&mut token, &mut out) },
+        PoraStatus::Ok
+    );
+    let worker = start_long_slot(handle, token);
+    assert_eq!(unsafe { pora_cancel(token, &mut out) }, PoraStatus::Ok);
+    let (s, text) = worker.join().unwrap();
+    assert_eq!(s, PoraStatus::Ok, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let shard = &report["shards"][0];
+    assert_eq!(shard["interrupted"], true);
+    let tried = shard["noncesTried"].as_u64().unwrap();
+    assert!(
+        tried < 1 << 30,
+        "cancel must cut the slot short, tried {tried}"
+    );
+    // The handle is free again after the cancelled slot.
+    let randao = [3u8; 32];
+    assert_eq!(
+        mine(handle, &slot_params(&randao, 0..4, 0, 10_000), 0).0,
+        PoraStatus::Ok
+    );
+    unsafe { pora_cancel_free(token, &mut out) };
+    assert_eq!(close(handle).0, PoraStatus::Ok);
+}
+
+#[test]
+fn close_during_a_slot_stops_it_and_reports_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 6);
+    let (handle, _) = open(&[&path], &sim_options(2000)).unwrap();
+    let worker = start_long_slot(handle, 0);
+    assert_eq!(close(handle).0, PoraStatus::Ok);
+    let (s, msg) = worker.join().unwrap();
+    assert_eq!(s, PoraStatus::Closed, "{msg}");
+    assert!(msg.contains("closed while the slot ran"), "{msg}");
+}

@@ -40,7 +40,7 @@ pub const MAX_RETRIES: u8 = 3;
 /// Read errors kept as messages per worker (the rest are only counted).
 const MAX_MESSAGES: usize = 8;
 /// Longest single wait, so that the stop flag is seen promptly even when reads are slow.
-const MAX_WAIT: Duration = Duration::from_millis(50);
+const MAX_WAIT: Duration = Duration::from_millis(20);
 
 /// Everything the workers of one slot share.
 pub struct SlotShared<'a> {

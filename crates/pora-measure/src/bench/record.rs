@@ -95,3 +95,83 @@ impl<'a> BenchRecord<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{run_one, MeasureSpec, Target};
+    use pora_io::{BlockSize, Method};
+    use std::sync::atomic::AtomicBool;
+
+    /// The `--json` line keeps the field names and order scripts already parse.
+    #[test]
+    fn json_line_has_the_documented_fields_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
+        let spec = MeasureSpec {
+            targets: vec![Target {
+                path: path.clone(),
+                range: 4096..1 << 16,
+            }],
+            method: Method::Sim,
+            block_size: BlockSize::Natural,
+            depth: 4,
+            threads: 1,
+            duration: Duration::from_millis(50),
+            seed: 9,
+        };
+        let r = run_one(&spec, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let run = RunInfo {
+            file: path,
+            range: 4096..1 << 16,
+            range_source: "--range",
+            seed: 1,
+            cold: false,
+            duration: spec.duration,
+        };
+        let v = serde_json::to_value(BenchRecord::new(&r, &run, None)).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "method",
+                "blockSize",
+                "depth",
+                "threads",
+                "seconds",
+                "reads",
+                "iops",
+                "mbps",
+                "latencyUs",
+                "cpuPercent",
+                "deviceReads",
+                "readErrors",
+                "firstError",
+                "interrupted",
+                "cold",
+                "eviction",
+                "file",
+                "range",
+                "seed",
+                "runSeed",
+                "describe",
+                "notes"
+            ]
+        );
+        assert_eq!(v["method"], "sim");
+        assert_eq!(v["range"], serde_json::json!([4096, 65536]));
+        assert_eq!(
+            (v["seed"].as_u64(), v["runSeed"].as_u64()),
+            (Some(9), Some(1))
+        );
+        assert!(v["reads"].as_u64().unwrap() > 0);
+        let latency: Vec<&str> = v["latencyUs"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(latency, ["p50", "p99", "p999", "mean", "max"]);
+    }
+}

@@ -106,3 +106,80 @@ impl<'a> TuneRecord<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::search::{choose, Arm, Sweep};
+    use pora_io::Method;
+
+    /// The `--json` object keeps the field names and order scripts already parse, and its
+    /// figures come from the knee.
+    #[test]
+    fn json_has_the_documented_fields_in_order() {
+        let arm = |depth, trials: Vec<f64>| ArmStats {
+            arm: Arm {
+                method: Method::Sim,
+                threads: 1,
+                depth,
+            },
+            trials,
+            dropped: None,
+        };
+        let arms = vec![arm(8, vec![990.0, 1010.0]), arm(16, vec![1010.0, 1020.0])];
+        let outcome = TuneOutcome {
+            choice: choose(&arms, 0.03),
+            sweep: Sweep {
+                arms,
+                interrupted: false,
+                spent_sec: 3.0,
+            },
+            ceiling: None,
+            knee_latency: None,
+            latency_curve: Vec::new(),
+            notes: vec!["a note".into()],
+            interrupted: false,
+        };
+        let p = Prediction::new(&outcome, 1, 2000.0);
+        let v = serde_json::to_value(TuneRecord::new(&outcome, &p, None)).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "method",
+                "threads",
+                "depth",
+                "samplesPerSec",
+                "samplesPerSecCv",
+                "trials",
+                "spreadTrusted",
+                "best",
+                "latencyUs",
+                "deviceCeilingIops",
+                "ceiling",
+                "ceilingRatio",
+                "verdict",
+                "predictedMiningPower",
+                "shards",
+                "requiredSamplesPerSecPerShard",
+                "esNode",
+                "arms",
+                "latencyCurve",
+                "notes",
+                "spentSec",
+                "interrupted",
+                "profile"
+            ]
+        );
+        // Depth 8 is within 3% of depth 16's mean, so it is the knee; 16 is the best.
+        assert_eq!(
+            (v["method"].as_str(), v["depth"].as_u64()),
+            (Some("sim"), Some(8))
+        );
+        assert_eq!(v["best"]["depth"], 16);
+        assert_eq!(v["predictedMiningPower"], 0.5);
+        assert_eq!(v["esNode"]["value"], 8);
+        assert_eq!(v["arms"][1]["trials"], serde_json::json!([1010.0, 1020.0]));
+        assert!(v["ceiling"].is_null() && v["profile"].is_null());
+    }
+}

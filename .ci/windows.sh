@@ -88,6 +88,8 @@ echo "pora.exe under $(wine --version 2>/dev/null): $version" >&2
 step "clippy for $WIN_TARGET (Windows code is not compiled on Linux)"
 cargo clippy --no-deps --target "$WIN_TARGET" -p pora-io --all-targets -- -D warnings \
     || fail "clippy found problems in pora-io's Windows build"
+cargo clippy --no-deps --target "$WIN_TARGET" -p pora-measure --all-targets -- -D warnings \
+    || fail "clippy found problems in pora-measure's Windows build (doctor's Windows findings)"
 cargo clippy --no-deps --target "$WIN_TARGET" -p pora --bins --test windows_cli -- -D warnings \
     || fail "clippy found problems in pora's Windows build"
 

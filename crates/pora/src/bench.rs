@@ -2,31 +2,26 @@
 //! combination of `--method` x `--depth` x `--threads` it keeps every worker's queue full for
 //! `--duration` seconds at uniformly random aligned offsets of the file (or `--range`) and reports
 //! reads/s, MB/s, latency percentiles, CPU% and the reads the device really did.
-//! The measurement itself lives in [`measure`] so `pora tune` can reuse it.
+//! The measurement itself is `pora_measure::bench`, the read pass `pora tune` runs too; this
+//! file holds the flags, the loop over combinations and the chart.
 
-pub mod measure;
 mod report;
 
+use crate::signals;
 use anyhow::{bail, Context};
-use measure::{MeasureError, MeasureSpec, Target};
+use pora_io::align::MAX_BLOCK_BYTES;
 use pora_io::{device, BlockSize, IoError, Method};
+use pora_measure::bench::record::RunInfo;
+use pora_measure::bench::{self as measure, MeasureError, MeasureSpec, Target};
+use pora_mine::{MAX_DEPTH, MAX_THREADS};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// Largest accepted `--depth` (reads in flight per thread).
-const MAX_DEPTH: usize = 65_536;
-/// Largest accepted `--threads`.
-const MAX_THREADS: usize = 1024;
-/// Largest accepted `--block-size`.
-const MAX_BLOCK_BYTES: u64 = 64 << 20;
 /// Longest accepted `--duration`: one day.
 const MAX_DURATION_SECS: f64 = 86_400.0;
-use crate::common::EXIT_INTERRUPTED;
-
-/// Set by Ctrl-C / SIGTERM; the running combination stops and prints its partial result.
-static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -71,34 +66,34 @@ pub struct BenchArgs {
     plot: Option<PathBuf>,
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let file_len = check_file(&args.file)?;
     let (range, range_source) = match &args.range {
         Some(r) => (check_range(r, &args.file, file_len)?, "--range"),
         None => default_range(&args.file, file_len),
     };
     let seed = args.seed.unwrap_or_else(seed_from_clock);
-    install_stop_handler();
-    let mut out = report::Reporter::new(report::RunInfo {
+    let stop = signals::install("bench");
+    let info = RunInfo {
         file: args.file.clone(),
         range: range.clone(),
         range_source,
         seed,
         cold: args.cold,
         duration: args.duration,
-        json: args.json,
-    });
+    };
+    let mut out = report::Reporter::new(info, args.json);
     let mut totals = Totals::default();
     for &method in &args.methods {
-        run_method(&args, method, &range, seed, &mut out, &mut totals)?;
-        if STOP.load(Ordering::Relaxed) {
+        run_method(&args, method, &range, seed, stop, &mut out, &mut totals)?;
+        if signals::stopped() {
             break;
         }
     }
     out.finish();
-    if STOP.load(Ordering::Relaxed) {
+    if signals::stopped() {
         eprintln!("pora bench: interrupted");
-        std::process::exit(EXIT_INTERRUPTED);
+        return Ok(signals::interrupted());
     }
     if totals.ran == 0 {
         bail!("no combination ran: every method was skipped (see SKIP lines above)");
@@ -115,7 +110,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             totals.first_error.unwrap_or_default()
         );
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Default)]
@@ -145,12 +140,13 @@ fn run_method(
     method: Method,
     range: &Range<u64>,
     seed: u64,
+    stop: &AtomicBool,
     out: &mut report::Reporter,
     totals: &mut Totals,
 ) -> anyhow::Result<()> {
     for &depth in &args.depths {
         for &threads in &args.threads {
-            if STOP.load(Ordering::Relaxed) {
+            if signals::stopped() {
                 return Ok(());
             }
             let eviction = args.cold.then(|| evict(&args.file));
@@ -168,7 +164,7 @@ fn run_method(
             };
             totals.combinations += 1;
             let mut spinner = out.spinner(&spec);
-            let result = measure::run_one(&spec, &STOP, &mut |p| spinner.update(p));
+            let result = measure::run_one(&spec, stop, &mut |p| spinner.update(p));
             spinner.finish();
             match result {
                 Ok(r) => {
@@ -184,7 +180,7 @@ fn run_method(
                         iops: r.iops(),
                         latency_us: [r.latency_us(0.5), r.latency_us(0.99), r.latency_us(0.999)],
                     });
-                    out.result(&r, eviction.as_deref());
+                    out.result(&r, eviction.as_deref())?;
                 }
                 Err(MeasureError::Open(e @ IoError::Unavailable { .. })) => {
                     eprintln!("SKIP {method}: {e}");
@@ -315,18 +311,6 @@ fn seed_from_clock() -> u64 {
     now.as_nanos() as u64
 }
 
-/// Ctrl-C / SIGTERM set [`STOP`]; a second one exits at once.
-fn install_stop_handler() {
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(EXIT_INTERRUPTED);
-        }
-    });
-    if let Err(e) = installed {
-        eprintln!("pora bench: warning: cannot catch Ctrl-C ({e}); an interrupt will lose the running result");
-    }
-}
-
 /// A byte count with an optional binary suffix: `4096`, `4k`, `4KiB`, `1G`.
 fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -357,7 +341,7 @@ fn parse_block_size(s: &str) -> Result<BlockSize, String> {
         return Ok(BlockSize::Natural);
     }
     let bytes = parse_bytes(s)?;
-    if !bytes.is_power_of_two() || !(512..=MAX_BLOCK_BYTES).contains(&bytes) {
+    if !bytes.is_power_of_two() || !(512..=u64::from(MAX_BLOCK_BYTES)).contains(&bytes) {
         return Err(format!(
             "{bytes} bytes: must be a power of two from 512 to {MAX_BLOCK_BYTES}, or `natural`"
         ));

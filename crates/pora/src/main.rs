@@ -9,9 +9,10 @@ mod hash;
 mod info;
 mod mine;
 mod plot;
+mod signals;
 mod tune;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Read a proof-of-random-access shard as fast as the disk allows.
@@ -42,23 +43,23 @@ enum Command {
 
 fn main() -> ExitCode {
     pora_io::restore_default_sigpipe();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let name = matches.subcommand_name().unwrap_or_default().to_string();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let done = |()| ExitCode::SUCCESS;
     let result = match cli.command {
-        Command::Create(a) => create::run(a),
-        Command::Info(a) => info::run(a),
-        Command::Hash(a) => hash::run(a),
+        Command::Create(a) => create::run(a).map(done),
+        Command::Info(a) => info::run(a).map(done),
+        Command::Hash(a) => hash::run(a).map(done),
         Command::Bench(a) => bench::run(a),
         Command::Mine(a) => mine::run(a),
         Command::Tune(a) => tune::run(a),
-        Command::Doctor(a) => doctor::run(a),
+        Command::Doctor(a) => doctor::run(a).map(done),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("pora: error: {}", error_chain(&e));
-            ExitCode::FAILURE
-        }
-    }
+    result.unwrap_or_else(|e| {
+        eprintln!("pora {name}: error: {}", error_chain(&e));
+        ExitCode::FAILURE
+    })
 }
 
 /// The error and its causes, skipping a cause whose text the message already contains (typed

@@ -16,10 +16,8 @@ use pora_mine::session::{Choice, OpenOptions, ProfileSource, Session};
 use pora_mine::{Bottleneck, Find, OnIoError, ShardSlotReport, SlotReport, SlotRequest};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::ExitCode;
 use std::time::Duration;
-
-use crate::common::EXIT_INTERRUPTED;
 
 #[derive(clap::Args)]
 pub struct MineArgs {
@@ -167,23 +165,7 @@ fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
     }
 }
 
-/// Set by Ctrl-C / SIGTERM; a second signal exits at once.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-fn install_stop_handler() {
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(EXIT_INTERRUPTED);
-        }
-    });
-    if let Err(e) = installed {
-        eprintln!(
-            "pora: warning: cannot catch Ctrl-C ({e}); an interrupt will not print statistics"
-        );
-    }
-}
-
-pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
+pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     if args.demo {
         prepare_demo(&mut args)?;
     }
@@ -215,21 +197,21 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
         );
     }
     let required_diff = args.diff.required()?;
-    install_stop_handler();
+    let stop = crate::signals::install("mine");
     for slot in 0..args.slots {
         let request = SlotRequest::new(slot_randao(&args, slot))
             .with_nonces(args.nonces.clone())
             .with_slot(args.slot)
             .with_find(args.find)
             .with_required_diff(required_diff);
-        let report = session.mine_slot(&request, &STOP)?;
+        let report = session.mine_slot(&request, stop)?;
         print_report(slot, &report, choice, args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
-            std::process::exit(EXIT_INTERRUPTED);
+            return Ok(crate::signals::interrupted());
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--randao`, or with `--random-randao` keccak256("pora-random-randao" || seed || slot).

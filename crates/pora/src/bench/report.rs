@@ -2,38 +2,25 @@
 //! notes after the table, and a progress line on stderr while a combination runs (only when
 //! stderr is a terminal).
 
-use super::measure::{BenchResult, MeasureSpec, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
+use pora_measure::bench::record::{BenchRecord, RunInfo};
+use pora_measure::bench::{BenchResult, MeasureSpec, Progress};
 use std::io::{IsTerminal, Write};
-use std::ops::Range;
-use std::path::PathBuf;
 use std::time::Duration;
-
-/// What every combination of one `pora bench` run shares.
-pub struct RunInfo {
-    pub file: PathBuf,
-    pub range: Range<u64>,
-    /// Where the range came from (`--range`, data region, whole file).
-    pub range_source: &'static str,
-    /// The run's `--seed`; each combination derives its own from it.
-    pub seed: u64,
-    pub cold: bool,
-    pub duration: Duration,
-    pub json: bool,
-}
 
 /// Prints results as they arrive.
 pub struct Reporter {
     info: RunInfo,
+    /// One JSON object per line instead of a table.
+    json: bool,
     rows: usize,
     /// Distinct notes, each with the combinations (table rows) it applies to.
     notes: Vec<(String, Vec<usize>)>,
 }
 
 impl Reporter {
-    pub fn new(info: RunInfo) -> Reporter {
-        if !info.json {
+    pub fn new(info: RunInfo, json: bool) -> Reporter {
+        if !json {
             println!(
                 "pora bench {}: bytes {}..{} ({}), seed {}, {} per combination{}",
                 info.file.display(),
@@ -47,6 +34,7 @@ impl Reporter {
         }
         Reporter {
             info,
+            json,
             rows: 0,
             notes: Vec::new(),
         }
@@ -58,10 +46,11 @@ impl Reporter {
     }
 
     /// Prints one combination's result; `eviction` describes the `--cold` eviction before it.
-    pub fn result(&mut self, r: &BenchResult, eviction: Option<&str>) {
+    pub fn result(&mut self, r: &BenchResult, eviction: Option<&str>) -> serde_json::Result<()> {
         self.rows += 1;
-        if self.info.json {
-            println!("{}", self.json_line(r, eviction));
+        if self.json {
+            let record = BenchRecord::new(r, &self.info, eviction);
+            println!("{}", serde_json::to_string(&record)?);
         } else {
             if self.rows == 1 {
                 println!("{}", table_header());
@@ -70,11 +59,12 @@ impl Reporter {
             self.collect_notes(r, eviction);
         }
         let _ = std::io::stdout().flush();
+        Ok(())
     }
 
     /// Prints the notes gathered under the table.
     pub fn finish(&self) {
-        if self.info.json || self.notes.is_empty() {
+        if self.json || self.notes.is_empty() {
             return;
         }
         println!("notes:");
@@ -111,39 +101,6 @@ impl Reporter {
             Some((_, rows)) => rows.push(row),
             None => self.notes.push((text, vec![row])),
         }
-    }
-
-    fn json_line(&self, r: &BenchResult, eviction: Option<&str>) -> serde_json::Value {
-        json!({
-            "method": r.method.name(),
-            "blockSize": r.block_bytes,
-            "depth": r.depth,
-            "threads": r.threads,
-            "seconds": r.seconds,
-            "reads": r.reads,
-            "iops": r.iops(),
-            "mbps": r.mbps(),
-            "latencyUs": {
-                "p50": r.latency_us(0.50),
-                "p99": r.latency_us(0.99),
-                "p999": r.latency_us(0.999),
-                "mean": r.latency_ns.mean() / 1e3,
-                "max": r.latency_ns.max() as f64 / 1e3,
-            },
-            "cpuPercent": r.cpu_percent,
-            "deviceReads": r.device_reads,
-            "readErrors": r.read_errors,
-            "firstError": r.first_error,
-            "interrupted": r.interrupted,
-            "cold": self.info.cold,
-            "eviction": eviction,
-            "file": self.info.file.display().to_string(),
-            "range": [self.info.range.start, self.info.range.end],
-            "seed": r.seed,
-            "runSeed": self.info.seed,
-            "describe": r.describe,
-            "notes": r.notes,
-        })
     }
 }
 

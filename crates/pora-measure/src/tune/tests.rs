@@ -3,35 +3,43 @@
 //! deepest arm, and its throughput matches the model.
 
 use super::*;
-use crate::create::{CreateArgs, Fill};
-use pora_core::Address;
+use crate::shards::open_files_as_shards;
+use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
+use pora_core::{Address, EncodeType};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use search::Arm;
+use std::io::Write;
 
-fn shard_file(dir: &std::path::Path) -> PathBuf {
+/// Writes shard 0 (64 KVs of 4 KiB, random bytes, no encoding) as a complete v1 data file.
+pub(crate) fn shard_file(dir: &std::path::Path, miner: Address) -> PathBuf {
+    let header = Header {
+        version: 1,
+        chunk_idx_start: 0,
+        chunk_idx_len: 64,
+        encode_type: EncodeType::None,
+        max_kv_size: 1 << 12,
+        chunk_size: 1 << 12,
+        meta_size: META_SIZE,
+        miner,
+        status: 0,
+    };
     let file = dir.join("shard0.dat");
-    crate::create::run(CreateArgs {
-        file: file.clone(),
-        shard: 0,
-        kv_entries_bits: 6,
-        kv_size_bits: 12,
-        chunk_size: None,
-        miner: Address::default(),
-        encode_type: 0,
-        fill: Fill::Random,
-        seed: 7,
-        force: false,
-        quiet: true,
-    })
-    .unwrap();
+    let mut out = std::fs::File::create(&file).unwrap();
+    out.write_all(&header.encode()).unwrap();
+    let mut data = vec![0u8; (header.allocated_len().unwrap() - HEADER_SIZE) as usize];
+    Xoshiro256PlusPlus::seed_from_u64(7).fill_bytes(&mut data);
+    out.write_all(&data).unwrap();
     file
 }
 
 #[test]
 fn sim_with_fixed_latency_picks_the_deepest_arm() {
     let dir = tempfile::tempdir().unwrap();
-    let file = shard_file(dir.path());
+    let file = shard_file(dir.path(), Address::default());
     let latency_us = 4000;
     let input = TuneInput {
-        shards: open_shards(&[file], None).unwrap(),
+        shards: open_files_as_shards(&[file], None).unwrap(),
         methods: vec![Method::Sim],
         // One worker, depths 1..16: 250, 500, ... 4000 samples/s — each step doubles, far beyond
         // the 3% knee margin and far below any CPU limit.
@@ -48,10 +56,9 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
         },
         random_checks: 2,
         latency_curve: true,
-        progress: false,
     };
     let stop = AtomicBool::new(false);
-    let out = tune(&input, &stop).unwrap();
+    let out = tune(&input, &stop, &mut |_| {}).unwrap();
     assert!(!out.interrupted);
     let c = out.choice.expect("a choice");
     assert_eq!(
@@ -87,9 +94,9 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
 #[test]
 fn stop_flag_interrupts_without_a_choice_being_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let file = shard_file(dir.path());
+    let file = shard_file(dir.path(), Address::default());
     let input = TuneInput {
-        shards: open_shards(&[file], None).unwrap(),
+        shards: open_files_as_shards(&[file], None).unwrap(),
         methods: vec![Method::Sim],
         limits: GridLimits {
             cpus: 1,
@@ -104,17 +111,9 @@ fn stop_flag_interrupts_without_a_choice_being_forced() {
         },
         random_checks: 2,
         latency_curve: false,
-        progress: false,
     };
     let stop = AtomicBool::new(true);
-    let out = tune(&input, &stop).unwrap();
+    let out = tune(&input, &stop, &mut |_| {}).unwrap();
     assert!(out.interrupted);
     assert!(out.choice.is_none());
-}
-
-#[test]
-fn latency_range_flag_parses() {
-    assert_eq!(parse_latency_range("5..10"), Ok((5, 10)));
-    assert!(parse_latency_range("10..5").is_err());
-    assert!(parse_latency_range("x").is_err());
 }

@@ -1,5 +1,7 @@
-//! The measurement core of `pora bench`, reusable by `pora tune`: one random-read pass of one
-//! method at one depth and thread count, in the manner of fio's random-read job.
+//! The one random-read pass of pora, in the manner of fio's random-read job: one method at one
+//! depth and thread count. `pora bench` runs it per combination; `pora tune` runs it for the
+//! device's raw ceiling and the latency at the chosen reads in flight ([`run_on`] with the
+//! factory tune opened, e.g. on the simulated disk).
 //!
 //! Every worker thread owns a backend of `depth` slots and keeps it full: push until every slot
 //! is used, submit, reap at least one completion, refill. Latency is submit-to-reap time taken
@@ -8,12 +10,13 @@
 //! then also timestamps the refill. Nothing is allocated per read; each thread records into its
 //! own log-linear histogram (hdrhistogram), merged at the end.
 
+pub mod record;
+
 use hdrhistogram::Histogram;
 use pora_io::device::{self, BlockDevice};
-use pora_io::{Backend, BlockSize, IoConfig, IoError, Method, Read, SAMPLE_LEN};
+use pora_io::{Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, SAMPLE_LEN};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::fmt;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -120,27 +123,19 @@ fn per_second(count: f64, seconds: f64) -> f64 {
 }
 
 /// Why a measurement could not run.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MeasureError {
     /// The spec is unusable (no blocks in the range, zero threads, ...).
+    #[error("{0}")]
     Spec(String),
     /// The method could not be opened for these files (unavailable, unsupported block size).
+    #[error("{0}")]
     Open(IoError),
     /// A worker's backend failed (not a single read: those are counted in the result).
+    #[error("worker failed: {0}")]
     Worker(IoError),
 }
-
-impl fmt::Display for MeasureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MeasureError::Spec(s) => f.write_str(s),
-            MeasureError::Open(e) => write!(f, "{e}"),
-            MeasureError::Worker(e) => write!(f, "worker failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for MeasureError {}
 
 /// Runs one random-read measurement: `spec.threads` workers, each keeping `spec.depth` reads in
 /// flight, for `spec.duration` or until `stop` is set (then the result says `interrupted`).
@@ -150,13 +145,8 @@ pub fn run_one(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<BenchResult, MeasureError> {
-    if spec.threads == 0 || spec.depth == 0 || spec.targets.is_empty() {
-        return Err(MeasureError::Spec(
-            "threads, depth and targets must be non-zero".into(),
-        ));
-    }
-    let unit = offset_unit(spec.block_size);
-    let grid = OffsetGrid::new(&spec.targets, unit)?;
+    check_spec(spec)?;
+    OffsetGrid::new(&spec.targets, offset_unit(spec.block_size))?;
     let paths: Vec<PathBuf> = spec.targets.iter().map(|t| t.path.clone()).collect();
     let config = IoConfig {
         method: spec.method,
@@ -164,6 +154,20 @@ pub fn run_one(
         ..Default::default()
     };
     let factory = pora_io::open(&paths, &config).map_err(MeasureError::Open)?;
+    run_on(factory.as_ref(), spec, stop, progress)
+}
+
+/// [`run_one`] on a factory the caller opened over the targets' files, in their order, with
+/// `spec.block_size` (`spec.method` is not looked at: the factory's method is measured).
+pub fn run_on(
+    factory: &dyn BackendFactory,
+    spec: &MeasureSpec,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<BenchResult, MeasureError> {
+    check_spec(spec)?;
+    let grid = OffsetGrid::new(&spec.targets, offset_unit(spec.block_size))?;
+    let paths: Vec<PathBuf> = spec.targets.iter().map(|t| t.path.clone()).collect();
     let backends = (0..spec.threads)
         .map(|_| factory.worker(spec.depth))
         .collect::<Result<Vec<_>, _>>()
@@ -184,6 +188,15 @@ pub fn run_one(
         notes,
         stop,
     ))
+}
+
+fn check_spec(spec: &MeasureSpec) -> Result<(), MeasureError> {
+    if spec.threads == 0 || spec.depth == 0 || spec.targets.is_empty() {
+        return Err(MeasureError::Spec(
+            "threads, depth and targets must be non-zero".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Offsets are multiples of this: the block size, or the sample size for natural reads.

@@ -23,15 +23,6 @@ impl Arm {
     }
 }
 
-/// Whether a method overlaps reads inside one worker (depth matters) or completes them inline
-/// (only threads add reads in flight).
-pub fn is_async(method: Method) -> bool {
-    matches!(
-        method,
-        Method::Uring | Method::UringDirect | Method::Iocp | Method::IocpUnbuffered | Method::Sim
-    )
-}
-
 /// Powers of two from 1 to `max` (inclusive when `max` is one).
 pub fn powers_of_two(max: usize) -> Vec<usize> {
     std::iter::successors(Some(1usize), |p| p.checked_mul(2))
@@ -48,11 +39,11 @@ pub struct GridLimits {
 }
 
 /// The arms per method, grouped in lines that ramp one knob up: for asynchronous methods depth
-/// (at 1 thread and at `cpus` threads), for synchronous ones threads (depth 1).
+/// (at 1 thread and at `cpus` threads), for methods that complete reads inline threads (depth 1).
 pub fn grid(methods: &[Method], limits: GridLimits) -> Vec<Vec<Arm>> {
     let mut lines = Vec::new();
     for &method in methods {
-        if is_async(method) {
+        if !method.completes_inline() {
             let mut threads = vec![1, limits.cpus.max(1)];
             threads.dedup();
             for t in threads {
@@ -93,6 +84,7 @@ pub struct TrialResult {
 
 /// Why a sweep stopped early.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TrialError {
     /// Ctrl-C.
     Interrupted,
@@ -422,7 +414,7 @@ mod tests {
         fn truth(&self, arm: &Arm) -> f64 {
             let by_latency = arm.reads_in_flight() as f64 * 1e6 / self.latency_us;
             let cpu = self.cpu_cap_per_thread * arm.threads.min(self.cpus) as f64;
-            let m = if is_async(arm.method) {
+            let m = if !arm.method.completes_inline() {
                 1.0
             } else {
                 self.async_penalty

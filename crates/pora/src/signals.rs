@@ -1,0 +1,37 @@
+//! The one Ctrl-C / SIGTERM handler of the `pora` binary, used by `mine`, `bench` and `tune`: the
+//! first signal sets the stop flag those commands poll (they finish the piece of work running,
+//! print partial results and return [`interrupted`]'s exit status); a second signal exits at once
+//! with the same status, for a user who does not want to wait.
+
+use crate::common::EXIT_INTERRUPTED;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by the first Ctrl-C or SIGTERM.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Installs the handler for `command` (named in the warning printed when the OS refuses it) and
+/// returns the stop flag.
+pub fn install(command: &str) -> &'static AtomicBool {
+    let installed = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    });
+    if let Err(e) = installed {
+        eprintln!(
+            "pora {command}: warning: cannot catch Ctrl-C ({e}); an interrupt will lose the partial results"
+        );
+    }
+    &STOP
+}
+
+/// Whether a stop was asked for.
+pub fn stopped() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// The exit status of a command stopped by a signal after printing its partial results.
+pub fn interrupted() -> ExitCode {
+    ExitCode::from(EXIT_INTERRUPTED as u8)
+}

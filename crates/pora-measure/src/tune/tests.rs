@@ -76,10 +76,12 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
         got > 0.7 * model && got < 1.05 * model,
         "sim throughput {got} vs model {model}"
     );
-    // The raw ceiling on the same simulated disk at depth >= 32 is at least the knee's.
+    // The raw ceiling on the same simulated disk, at the same 16 reads in flight, is about the
+    // knee's: the same latency model bounds both, so they may land either side of each other by
+    // a few percent on a loaded machine; a ceiling far below mining would be a measurement bug.
     let ceiling = out.ceiling.expect("raw ceiling on sim");
     assert!(
-        ceiling.iops > got,
+        ceiling.iops > 0.85 * got,
         "ceiling {} vs mining {got}",
         ceiling.iops
     );

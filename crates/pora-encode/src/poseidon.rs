@@ -148,12 +148,7 @@ pub fn optimized() -> &'static Optimized {
 
 #[inline(always)]
 fn mat_vec_fast(m: &[[Fr; 3]; 3], s: &[Fr; 3]) -> [Fr; 3] {
-    std::array::from_fn(|r| {
-        m[r][0]
-            .mul(s[0])
-            .add(m[r][1].mul(s[1]))
-            .add(m[r][2].mul(s[2]))
-    })
+    std::array::from_fn(|r| Fr::dot3(m[r], *s))
 }
 
 #[inline(always)]
@@ -172,10 +167,7 @@ fn full_round<const L: usize>(states: &mut [[Fr; 3]; L], c: &[Fr; 3], m: &[[Fr; 
 fn partial_round<const L: usize>(states: &mut [[Fr; 3]; L], c: Fr, m: &Sparse) {
     for s in states.iter_mut() {
         let x0 = s[0].add(c).pow5();
-        let out0 = m.m00
-            .mul(x0)
-            .add(m.v_hat[0].mul(s[1]))
-            .add(m.v_hat[1].mul(s[2]));
+        let out0 = Fr::dot3([m.m00, m.v_hat[0], m.v_hat[1]], [x0, s[1], s[2]]);
         s[1] = m.w[0].mul(x0).add(s[1]);
         s[2] = m.w[1].mul(x0).add(s[2]);
         s[0] = out0;

@@ -63,7 +63,10 @@ fn domain_generator_is_the_spec_omega() {
     use ark_poly::EvaluationDomain;
     let gen = reference::domain().group_gen();
     assert_eq!(reference::to_be_bytes(&gen), want);
-    assert_eq!(gen.into_bigint(), ark_bn254::Fr::from(5u64).pow_r_minus_1_over(4096));
+    assert_eq!(
+        gen.into_bigint(),
+        ark_bn254::Fr::from(5u64).pow_r_minus_1_over(4096)
+    );
 }
 
 trait PowRMinus1Over {

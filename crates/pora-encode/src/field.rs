@@ -175,7 +175,7 @@ impl Fr {
     }
 
     #[inline(always)]
-    pub fn mul(self, other: Fr) -> Fr {
+    pub fn mul_mod(self, other: Fr) -> Fr {
         Fr(mont_mul_inline(&self.0, &other.0))
     }
 
@@ -197,13 +197,13 @@ impl Fr {
     }
 
     #[inline(always)]
-    pub fn add(self, other: Fr) -> Fr {
+    pub fn add_mod(self, other: Fr) -> Fr {
         let s = add_limbs(&self.0, &other.0); // both < r < 2^254: no overflow
         Fr(reduce_once(s))
     }
 
     #[inline(always)]
-    pub fn sub(self, other: Fr) -> Fr {
+    pub fn sub_mod(self, other: Fr) -> Fr {
         let d = sub_limbs(&self.0, &other.0);
         if geq(&self.0, &other.0) {
             Fr(d)
@@ -217,7 +217,7 @@ impl Fr {
     pub fn pow5(self) -> Fr {
         let x2 = self.square();
         let x4 = x2.square();
-        x4.mul(self)
+        x4.mul_mod(self)
     }
 }
 
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn one_times_one_is_one() {
-        assert_eq!(Fr::ONE.mul(Fr::ONE), Fr::ONE);
+        assert_eq!(Fr::ONE.mul_mod(Fr::ONE), Fr::ONE);
         assert_eq!(Fr::from_u64(1), Fr::ONE);
         assert_eq!(Fr::ONE.to_limbs(), [1, 0, 0, 0]);
     }
@@ -359,8 +359,8 @@ mod tests {
     #[test]
     fn modulus_reduces_to_zero() {
         assert_eq!(Fr::from_limbs(MODULUS), Fr::ZERO);
-        let minus_one = Fr::ZERO.sub(Fr::ONE);
-        assert_eq!(minus_one.add(Fr::ONE), Fr::ZERO);
+        let minus_one = Fr::ZERO.sub_mod(Fr::ONE);
+        assert_eq!(minus_one.add_mod(Fr::ONE), Fr::ZERO);
         let mut r_minus_1 = MODULUS;
         r_minus_1[0] -= 1;
         assert_eq!(minus_one.to_limbs(), r_minus_1);

@@ -12,15 +12,18 @@ use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
 pub const LANES: usize = 4;
 
 /// The 4096 coefficients of the key's polynomial (fast path), with `L` permutations interleaved.
+/// Inlined into its callers so that [`coefficients_into`]'s BMI2/ADX copy is compiled with
+/// those instructions.
+#[inline(always)]
 pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
-    const { assert!(PERMUTATIONS_PER_KV % L == 0) };
+    const { assert!(L > 0 && PERMUTATIONS_PER_KV / L * L == PERMUTATIONS_PER_KV) };
     let opt = optimized();
     let k = Fr::from_be_bytes_mod_order(key);
     let mut a = k; // k + i, wrapping mod r
     for group in out.chunks_exact_mut(2 * L) {
         let mut states = [[Fr::ZERO; 3]; L];
         for s in states.iter_mut() {
-            let next = a.add(Fr::ONE);
+            let next = a.add_mod(Fr::ONE);
             *s = [Fr::ZERO, a, next];
             a = next;
         }
@@ -32,10 +35,36 @@ pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WO
     }
 }
 
+/// The coefficients, compiled for any CPU of the target (the fallback, and the only path off
+/// x86-64).
+pub fn coefficients_portable(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_with_lanes::<LANES>(key, out)
+}
+
+/// The same code compiled with BMI2 (`mulx`: a multiply that leaves the flags alone, so the
+/// carry chains interleave with it) and ADX; the arithmetic is identical, so the output is
+/// bit-identical to [`coefficients_portable`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2,adx")]
+unsafe fn coefficients_bmi2(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_with_lanes::<LANES>(key, out)
+}
+
+/// The coefficients on the fastest code path this CPU runs (detected at run time).
+pub fn coefficients_into(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("adx") {
+        // SAFETY: the CPU supports bmi2 and adx, checked just above.
+        unsafe { coefficients_bmi2(key, out) };
+        return;
+    }
+    coefficients_portable(key, out)
+}
+
 /// The 4096 coefficients of the key's polynomial.
 pub fn mask_coefficients(key: &[u8; 32]) -> Box<[Fr; WORDS_PER_KV]> {
     let mut coeffs = Box::new([Fr::ZERO; WORDS_PER_KV]);
-    coefficients_with_lanes::<LANES>(key, &mut coeffs);
+    coefficients_into(key, &mut coeffs);
     coeffs
 }
 
@@ -71,7 +100,7 @@ pub fn mask_word(key: &[u8; 32], j: usize) -> Result<[u8; 32]> {
     let value = coeffs
         .iter()
         .rev()
-        .fold(Fr::ZERO, |acc, c| acc.mul(x).add(*c));
+        .fold(Fr::ZERO, |acc, c| acc.mul_mod(x).add_mod(*c));
     Ok(value.to_be_bytes())
 }
 

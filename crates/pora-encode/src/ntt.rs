@@ -25,7 +25,7 @@ fn twiddles() -> &'static [Fr] {
         let mut x = Fr::ONE;
         for _ in 0..WORDS_PER_KV / 2 {
             table.push(x);
-            x = x.mul(w);
+            x = x.mul_mod(w);
         }
         table
     })
@@ -39,7 +39,7 @@ pub fn omega_pow(j: usize) -> Fr {
     let mut e = j;
     while e > 0 {
         if e & 1 == 1 {
-            result = result.mul(base);
+            result = result.mul_mod(base);
         }
         base = base.square();
         e >>= 1;
@@ -63,9 +63,9 @@ pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
         for block in values.chunks_exact_mut(2 * half) {
             let (lo, hi) = block.split_at_mut(half);
             for (k, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                let t = b.mul(tw[k * step]);
-                *b = a.sub(t);
-                *a = a.add(t);
+                let t = b.mul_mod(tw[k * step]);
+                *b = a.sub_mod(t);
+                *a = a.add_mod(t);
             }
         }
         half *= 2;

@@ -155,9 +155,9 @@ fn mat_vec_fast(m: &[[Fr; 3]; 3], s: &[Fr; 3]) -> [Fr; 3] {
 fn full_round<const L: usize>(states: &mut [[Fr; 3]; L], c: &[Fr; 3], m: &[[Fr; 3]; 3]) {
     for s in states.iter_mut() {
         let x = [
-            s[0].add(c[0]).pow5(),
-            s[1].add(c[1]).pow5(),
-            s[2].add(c[2]).pow5(),
+            s[0].add_mod(c[0]).pow5(),
+            s[1].add_mod(c[1]).pow5(),
+            s[2].add_mod(c[2]).pow5(),
         ];
         *s = mat_vec_fast(m, &x);
     }
@@ -166,10 +166,10 @@ fn full_round<const L: usize>(states: &mut [[Fr; 3]; L], c: &[Fr; 3], m: &[[Fr; 
 #[inline(always)]
 fn partial_round<const L: usize>(states: &mut [[Fr; 3]; L], c: Fr, m: &Sparse) {
     for s in states.iter_mut() {
-        let x0 = s[0].add(c).pow5();
+        let x0 = s[0].add_mod(c).pow5();
         let out0 = Fr::dot3([m.m00, m.v_hat[0], m.v_hat[1]], [x0, s[1], s[2]]);
-        s[1] = m.w[0].mul(x0).add(s[1]);
-        s[2] = m.w[1].mul(x0).add(s[2]);
+        s[1] = m.w[0].mul_mod(x0).add_mod(s[1]);
+        s[2] = m.w[1].mul_mod(x0).add_mod(s[2]);
         s[0] = out0;
     }
 }

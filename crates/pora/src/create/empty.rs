@@ -57,11 +57,19 @@ pub fn run(args: &CreateArgs, opts: &EmptyFillArgs, header: &Header) -> anyhow::
     write_header(&mut file, header, STATUS_INCOMPLETE).with_context(ctx)?;
     file.sync_all().with_context(ctx)?;
     let started = Instant::now();
+    let cpu_before = pora_io::device::process_cpu_time().ok();
     fill(&mut file, header, &todo, threads, args.quiet)?;
     file.sync_all().with_context(ctx)?;
     write_header(&mut file, header, STATUS_READY).with_context(ctx)?;
     file.sync_all().with_context(ctx)?;
-    summarize(args, opts, &todo, threads, started.elapsed().as_secs_f64())
+    let cpu_seconds = cpu_before.and_then(|before| {
+        Some((pora_io::device::process_cpu_time().ok()? - before).as_secs_f64())
+    });
+    let timing = Timing {
+        seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds,
+    };
+    summarize(args, opts, &todo, threads, timing)
 }
 
 fn check_geometry(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
@@ -368,14 +376,29 @@ fn progress_bar(kvs: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
+/// How long the fill took: wall time, and the process's CPU time where the OS reports it.
+struct Timing {
+    seconds: f64,
+    cpu_seconds: Option<f64>,
+}
+
 fn summarize(
     args: &CreateArgs,
     opts: &EmptyFillArgs,
     todo: &[u64],
     threads: usize,
-    seconds: f64,
+    timing: Timing,
 ) -> anyhow::Result<()> {
+    let Timing {
+        seconds,
+        cpu_seconds,
+    } = timing;
     let kvs = todo.len();
+    // CPU time of the whole process (workers and the writer) per KV: comparable with the
+    // pure-compute cost per KV however busy the machine is.
+    let cpu_ms_per_kv = cpu_seconds
+        .filter(|_| kvs > 0)
+        .map(|c| c * 1e3 / kvs as f64);
     let ms_per_kv_per_core = if kvs == 0 {
         0.0
     } else {
@@ -387,6 +410,8 @@ fn summarize(
             "seconds": seconds,
             "threads": threads,
             "msPerKvPerCore": ms_per_kv_per_core,
+            "cpuSeconds": cpu_seconds,
+            "cpuMsPerKv": cpu_ms_per_kv,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else if !args.quiet {

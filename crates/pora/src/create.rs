@@ -3,6 +3,14 @@
 //! The header is first written with `status = STATUS_INCOMPLETE` and only rewritten as ready
 //! after the data is on disk (fsync), so a file interrupted half-way never parses as valid.
 //! Existing files are never overwritten without `--force`.
+//!
+//! `--fill empty` writes what es-node writes for a miner's empty encodeType-3 shard: every KV's
+//! BLOB_POSEIDON mask, computed on all cores, and every meta entry `0^24 ‖ 0x80 ‖ 0^7`. A KV's
+//! meta entry is written only after its data was synced, so after an interruption the meta
+//! region says exactly which KVs are durable: `--resume` re-checks the last of them and fills
+//! the rest. `--kv-range A..B` fills only those KVs (the others stay sparse, meta all zero).
+
+mod empty;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,6 +31,9 @@ pub enum Fill {
     Zero,
     /// Nothing written: a sparse file that reads as zeros (huge address-space tests).
     Sparse,
+    /// Every KV's BLOB_POSEIDON mask for --miner, as es-node writes an empty shard
+    /// (needs --encode-type 3).
+    Empty,
 }
 
 #[derive(clap::Args, Clone)]
@@ -59,6 +70,73 @@ pub struct CreateArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// `pora create` as parsed: the plain flags plus those only `--fill empty` uses (kept apart so
+/// that code building a [`CreateArgs`] directly needs none of them).
+#[derive(clap::Args, Clone)]
+pub struct CreateCommand {
+    #[command(flatten)]
+    pub base: CreateArgs,
+    #[command(flatten)]
+    pub empty: EmptyFillArgs,
+}
+
+/// Flags of `--fill empty`.
+#[derive(clap::Args, Clone, Default)]
+pub struct EmptyFillArgs {
+    /// --fill empty: worker threads computing masks (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// --fill empty: continue an interrupted fill of FILE (or fill another --kv-range of it).
+    #[arg(long)]
+    pub resume: bool,
+    /// --fill empty: fill only the global KV indices A..B (end exclusive) of the shard.
+    #[arg(long, value_parser = parse_kv_range)]
+    pub kv_range: Option<std::ops::Range<u64>>,
+    /// Print a JSON summary (--fill empty).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// clap parser for `--kv-range A..B`.
+fn parse_kv_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("--kv-range `{s}`: expected A..B (end exclusive)"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("--kv-range `{s}`: `{v}` is not a KV index: {e}"))
+    };
+    let (a, b) = (parse(a)?, parse(b)?);
+    if a >= b {
+        return Err(format!("--kv-range `{s}`: empty range (A must be below B)"));
+    }
+    Ok(a..b)
+}
+
+/// `--threads`, defaulting to every core.
+pub fn thread_count(threads: Option<usize>) -> anyhow::Result<usize> {
+    match threads {
+        Some(0) => anyhow::bail!("--threads 0: need at least one thread"),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+/// `pora create` from the command line.
+pub fn run_command(cmd: CreateCommand) -> anyhow::Result<()> {
+    if cmd.base.fill == Fill::Empty {
+        let header = plan_header(&cmd.base)?;
+        return empty::run(&cmd.base, &cmd.empty, &header);
+    }
+    let e = &cmd.empty;
+    anyhow::ensure!(
+        !e.resume && e.kv_range.is_none() && e.threads.is_none() && !e.json,
+        "--resume, --kv-range, --threads and --json apply only to --fill empty"
+    );
+    run(cmd.base)
 }
 
 pub fn run(args: CreateArgs) -> anyhow::Result<()> {
@@ -124,7 +202,7 @@ fn write_file(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open_for_create(path: &Path, force: bool) -> anyhow::Result<File> {
+pub fn open_for_create(path: &Path, force: bool) -> anyhow::Result<File> {
     let mut opts = OpenOptions::new();
     opts.write(true);
     if force {
@@ -135,7 +213,8 @@ fn open_for_create(path: &Path, force: bool) -> anyhow::Result<File> {
     opts.open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             anyhow::anyhow!(
-                "{}: file exists; pass --force to overwrite it",
+                "{}: file exists; pass --force to overwrite it (or, for --fill empty, \
+                 --resume to continue filling it)",
                 path.display()
             )
         } else {

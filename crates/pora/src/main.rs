@@ -4,11 +4,14 @@
 mod bench;
 mod common;
 mod create;
+mod decode;
 mod doctor;
 mod hash;
 mod info;
+mod mask;
 mod mine;
 mod plot;
+mod scrub;
 mod signals;
 mod tune;
 
@@ -26,7 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Write an es-node v1 data file for one shard (random, zero or sparse).
-    Create(create::CreateArgs),
+    Create(create::CreateCommand),
     /// Print data-file headers and whether the files form a complete shard.
     Info(info::InfoArgs),
     /// Compute one nonce from the real files, exactly as es-node does.
@@ -39,6 +42,12 @@ enum Command {
     Tune(tune::TuneArgs),
     /// Check the files, the device and the OS and explain what limits mining power.
     Doctor(doctor::DoctorArgs),
+    /// One KV's BLOB_POSEIDON mask: encode key, SHA-256, one word, or the whole mask.
+    Mask(mask::MaskArgs),
+    /// Check that the empty-filled KVs of encodeType-3 files hold their masks (read-only).
+    Scrub(scrub::ScrubArgs),
+    /// Decode one KV (or one word) of an encodeType-3 file (read-only).
+    Decode(decode::DecodeArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,13 +57,16 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let done = |()| ExitCode::SUCCESS;
     let result = match cli.command {
-        Command::Create(a) => create::run(a).map(done),
+        Command::Create(a) => create::run_command(a).map(done),
         Command::Info(a) => info::run(a).map(done),
         Command::Hash(a) => hash::run(a).map(done),
         Command::Bench(a) => bench::run(a),
         Command::Mine(a) => mine::run(a),
         Command::Tune(a) => tune::run(a),
         Command::Doctor(a) => doctor::run(a).map(done),
+        Command::Mask(a) => mask::run(a).map(done),
+        Command::Scrub(a) => scrub::run(a).map(done),
+        Command::Decode(a) => decode::run(a).map(done),
     };
     result.unwrap_or_else(|e| {
         eprintln!("pora {name}: error: {}", error_chain(&e));

@@ -1,0 +1,95 @@
+//! CPU time per KV of the fast path (1, 2, 4, 8 interleaved lanes) and the reference path, measured
+//! interleaved in one run with per-thread CPU time (robust to other load on a shared machine), and
+//! the throughput of N threads. Run: `cargo run --release -p pora-encode --example encode-bench`.
+
+use pora_encode::field::Fr;
+use pora_encode::mask::coefficients_with_lanes;
+use pora_encode::{mask, reference, WORDS_PER_KV};
+use std::time::Instant;
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::thread_cpu_time;
+
+/// A benchmark variant: name, KVs per round, the work for KV n.
+type Variant<'a> = (&'a str, u64, &'a dyn Fn(u64));
+
+fn key(n: u64) -> [u8; 32] {
+    let mut k = [0u8; 32];
+    k[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+    k[24..].copy_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn ms_per_kv(kvs: u64, f: &dyn Fn(u64)) -> f64 {
+    let start = thread_cpu_time();
+    for n in 0..kvs {
+        f(n);
+    }
+    (thread_cpu_time() - start).as_secs_f64() * 1e3 / kvs as f64
+}
+
+fn coeffs<const L: usize>(n: u64) {
+    let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    coefficients_with_lanes::<L>(&key(n), &mut out);
+    std::hint::black_box(&out);
+}
+
+fn main() {
+    let pairs: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    println!("CPU ms per KV (thread CPU time), {pairs} interleaved rounds");
+    let variants: [Variant; 6] = [
+        ("reference mask", 3, &|n| {
+            std::hint::black_box(reference::mask(&key(n)));
+        }),
+        ("fast coeffs L=1", 20, &coeffs::<1>),
+        ("fast coeffs L=2", 20, &coeffs::<2>),
+        ("fast coeffs L=4", 20, &coeffs::<4>),
+        ("fast coeffs dispatched", 20, &|n| {
+            let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
+            pora_encode::mask::coefficients_into(&key(n), &mut out);
+            std::hint::black_box(&out);
+        }),
+        ("fast mask (default)", 20, &|n| {
+            std::hint::black_box(mask(&key(n)));
+        }),
+    ];
+    let mut results = vec![Vec::new(); variants.len()];
+    for _ in 0..pairs {
+        for (i, (_, kvs, f)) in variants.iter().enumerate() {
+            results[i].push(ms_per_kv(*kvs, *f));
+        }
+    }
+    for (i, (name, _, _)) in variants.iter().enumerate() {
+        let r = &results[i];
+        let min = r.iter().cloned().fold(f64::INFINITY, f64::min);
+        println!("{name:22} min {min:8.2}  all {r:.2?}");
+    }
+    let ratio: Vec<f64> = (0..pairs).map(|p| results[0][p] / results[5][p]).collect();
+    println!("reference / fast mask, per round: {ratio:.2?}");
+    for threads in [1u64, 2] {
+        let kvs_per_thread = 30;
+        let start = Instant::now();
+        let cpu_ms: Vec<f64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        ms_per_kv(kvs_per_thread, &|n| {
+                            std::hint::black_box(mask(&key(t * 1000 + n)));
+                        })
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "{threads} thread(s): CPU ms per KV per thread {cpu_ms:.2?}; wall {:.1} KV/s ({} KVs in {secs:.2} s)",
+            (threads * kvs_per_thread) as f64 / secs,
+            threads * kvs_per_thread
+        );
+    }
+}

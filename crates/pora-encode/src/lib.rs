@@ -1,0 +1,30 @@
+//! pora-encode: es-node-identical BLOB_POSEIDON (encodeType 3) masks, pure computation.
+//!
+//! An empty KV of an encodeType-3 shard holds `mask(encodeKey)`; a filled one holds the blob XOR
+//! that mask (`shared/spec/ENCODING.md`). Two implementations live here:
+//! - [`reference`]: the obviously-correct path on ark-ff/ark-bn254/ark-poly with light-poseidon's
+//!   circom constants, kept so tests can compare against it;
+//! - the fast path ([`mask`], [`mask_word`]): a hand-written 4-limb Montgomery field
+//!   ([`field`]), Poseidon with sparse partial rounds derived at start-up from the reference
+//!   constants ([`poseidon`]), several permutations interleaved, and an iterative NTT ([`ntt`]).
+//!
+//! No I/O: callers read and write the bytes.
+
+pub mod error;
+pub mod field;
+pub mod key;
+pub mod mask;
+pub mod ntt;
+pub mod poseidon;
+pub mod reference;
+
+pub use error::{Error, Result};
+pub use key::{encode_key, EncodeKey, COMMIT_LEN};
+pub use mask::{decode, encode, mask, mask_coefficients, mask_word, xor_mask};
+
+/// 32-byte words in one KV (the NTT size).
+pub const WORDS_PER_KV: usize = 4096;
+/// Bytes of one KV's mask (128 KiB).
+pub const MASK_BYTES: usize = WORDS_PER_KV * 32;
+/// Poseidon permutations per KV (each yields two coefficients).
+pub const PERMUTATIONS_PER_KV: usize = WORDS_PER_KV / 2;

@@ -1,0 +1,135 @@
+//! The fast mask: 2048 interleaved Poseidon permutations give 4096 coefficients, the NTT turns
+//! them into the 4096 mask words; one word alone is a Horner evaluation at ω^j (no NTT).
+//! Encoding and decoding are the same byte-wise XOR with the mask.
+
+use crate::error::{Error, Result};
+use crate::field::Fr;
+use crate::ntt::{ntt_in_place, omega_pow};
+use crate::poseidon::{optimized, permute_lanes};
+use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
+
+/// Permutations run side by side per core (chosen by measurement, docs/BENCHMARKS.md).
+pub const LANES: usize = 4;
+
+/// The 4096 coefficients of the key's polynomial (fast path), with `L` permutations interleaved.
+/// Inlined into its callers so that [`coefficients_into`]'s BMI2/ADX copy is compiled with
+/// those instructions.
+#[inline(always)]
+pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    const { assert!(L > 0 && PERMUTATIONS_PER_KV / L * L == PERMUTATIONS_PER_KV) };
+    let opt = optimized();
+    let k = Fr::from_be_bytes_mod_order(key);
+    let mut a = k; // k + i, wrapping mod r
+    for group in out.chunks_exact_mut(2 * L) {
+        let mut states = [[Fr::ZERO; 3]; L];
+        for s in states.iter_mut() {
+            let next = a.add_mod(Fr::ONE);
+            *s = [Fr::ZERO, a, next];
+            a = next;
+        }
+        permute_lanes(opt, &mut states);
+        for (pair, s) in group.chunks_exact_mut(2).zip(states.iter()) {
+            pair[0] = s[0];
+            pair[1] = s[1];
+        }
+    }
+}
+
+/// The coefficients, compiled for any CPU of the target (the fallback, and the only path off
+/// x86-64).
+pub fn coefficients_portable(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_with_lanes::<LANES>(key, out)
+}
+
+/// The same code compiled with BMI2 (`mulx`: a multiply that leaves the flags alone, so the
+/// carry chains interleave with it) and ADX; the arithmetic is identical, so the output is
+/// bit-identical to [`coefficients_portable`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2,adx")]
+unsafe fn coefficients_bmi2(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_with_lanes::<LANES>(key, out)
+}
+
+/// The coefficients on the fastest code path this CPU runs (detected at run time).
+pub fn coefficients_into(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("adx") {
+        // SAFETY: the CPU supports bmi2 and adx, checked just above.
+        unsafe { coefficients_bmi2(key, out) };
+        return;
+    }
+    coefficients_portable(key, out)
+}
+
+/// The 4096 coefficients of the key's polynomial.
+pub fn mask_coefficients(key: &[u8; 32]) -> Box<[Fr; WORDS_PER_KV]> {
+    let mut coeffs = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    coefficients_into(key, &mut coeffs);
+    coeffs
+}
+
+/// Writes the key's mask (4096 big-endian words) into `out`.
+pub fn mask_into(key: &[u8; 32], out: &mut [u8; MASK_BYTES]) {
+    let mut values = mask_coefficients(key);
+    ntt_in_place(&mut values);
+    for (word, v) in out.chunks_exact_mut(32).zip(values.iter()) {
+        word.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// The key's whole mask: 131072 bytes.
+pub fn mask(key: &[u8; 32]) -> Box<[u8; MASK_BYTES]> {
+    let mut out: Box<[u8; MASK_BYTES]> = vec![0u8; MASK_BYTES]
+        .into_boxed_slice()
+        .try_into()
+        .expect("MASK_BYTES long");
+    mask_into(key, &mut out);
+    out
+}
+
+/// Word `j` of the key's mask, without the NTT: the polynomial evaluated at ω^j.
+pub fn mask_word(key: &[u8; 32], j: usize) -> Result<[u8; 32]> {
+    if j >= WORDS_PER_KV {
+        return Err(Error::WordIndex {
+            index: j,
+            words: WORDS_PER_KV,
+        });
+    }
+    let coeffs = mask_coefficients(key);
+    let x = omega_pow(j);
+    let value = coeffs
+        .iter()
+        .rev()
+        .fold(Fr::ZERO, |acc, c| acc.mul_mod(x).add_mod(*c));
+    Ok(value.to_be_bytes())
+}
+
+/// XORs `mask` into `data` (both one KV).
+pub fn xor_mask(data: &mut [u8], mask: &[u8; MASK_BYTES]) -> Result<()> {
+    if data.len() != MASK_BYTES {
+        return Err(Error::BlobLength {
+            len: data.len(),
+            expected: MASK_BYTES,
+        });
+    }
+    for (d, m) in data.iter_mut().zip(mask.iter()) {
+        *d ^= m;
+    }
+    Ok(())
+}
+
+/// Encodes one blob in place: the bytes es-node stores for it.
+pub fn encode(blob: &mut [u8], key: &[u8; 32]) -> Result<()> {
+    if blob.len() != MASK_BYTES {
+        return Err(Error::BlobLength {
+            len: blob.len(),
+            expected: MASK_BYTES,
+        });
+    }
+    xor_mask(blob, &mask(key))
+}
+
+/// Decodes stored bytes in place (the same XOR as [`encode`]).
+pub fn decode(stored: &mut [u8], key: &[u8; 32]) -> Result<()> {
+    encode(stored, key)
+}

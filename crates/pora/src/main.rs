@@ -9,6 +9,7 @@ mod hash;
 mod info;
 mod mine;
 mod plot;
+mod serve;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ enum Command {
     Tune(tune::TuneArgs),
     /// Check the files, the device and the OS and explain what limits mining power.
     Doctor(doctor::DoctorArgs),
+    /// Serve the shards as a local JSON-RPC 2.0 mining service with Prometheus metrics.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Mine(a) => mine::run(a),
         Command::Tune(a) => tune::run(a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Serve(a) => serve::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

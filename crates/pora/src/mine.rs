@@ -50,6 +50,9 @@ pub struct MineArgs {
     /// One JSON object per slot and shard (JSON lines) instead of text.
     #[arg(long)]
     json: bool,
+    /// Serve Prometheus metrics (GET /metrics) on this address while mining, e.g. 127.0.0.1:9646.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// Create ./pora-demo/shard0.dat (256 MiB, once) and mine one slot on it.
     #[arg(long, hide = true)]
     demo: bool,
@@ -129,6 +132,7 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
         );
     }
     let required_diff = args.diff.required()?;
+    let metrics = crate::serve::start_metrics(args.metrics_listen, &session)?;
     install_stop_handler();
     for slot in 0..args.slots {
         let request = SlotRequest::new(slot_randao(&args, slot))
@@ -136,7 +140,13 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<()> {
             .with_slot(args.slot)
             .with_find(args.find)
             .with_required_diff(required_diff);
+        if let Some(m) = &metrics {
+            m.slot_started();
+        }
         let report = session.mine_slot(&request, &STOP)?;
+        if let Some(m) = &metrics {
+            m.record_slot(&report, &session);
+        }
         print_report(slot, &report, choice, args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");

@@ -178,7 +178,8 @@ fn envelope(request: Value) -> Result<Envelope, Box<Value>> {
         _ => return invalid(reply_id, "`method` must be a string"),
     };
     let params = match obj.remove("params") {
-        None => None,
+        // `null` is not a structured value, but clients send it for "no params": accept it.
+        None | Some(Value::Null) => None,
         Some(p @ (Value::Array(_) | Value::Object(_))) => Some(p),
         Some(_) => return invalid(reply_id, "`params` must be an array or an object"),
     };

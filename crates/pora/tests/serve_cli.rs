@@ -351,8 +351,7 @@ fn every_method_matches_the_cli() {
     assert_eq!(status["slotsStarted"], 1);
 
     let text = served.metrics();
-    for shard in 0..2 {
-        let record = &served_records[shard];
+    for (shard, record) in served_records.iter().enumerate() {
         let series = |name: &str| format!("{name}{{shard=\"{shard}\"}}");
         assert_eq!(
             metric(&text, &series("pora_nonces_tried_total")),

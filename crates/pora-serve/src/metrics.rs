@@ -287,3 +287,79 @@ pub fn mean_read_latency_sec(report: &SlotReport, choice: &Choice) -> Option<f64
     };
     Some(latency)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pora_mine::{Bottleneck, ShardSlotReport};
+
+    fn report(samples: u64, io_wait: f64, interrupted: bool) -> SlotReport {
+        SlotReport {
+            shards: vec![ShardSlotReport {
+                shard: 3,
+                randao: pora_core::H256([1; 32]),
+                nonce_limit: 100,
+                nonces_tried: samples / 2,
+                mining_power: (samples / 2) as f64 / 100.0,
+                elapsed_sec: 2.0,
+                samples_read: samples,
+                samples_per_sec: samples as f64 / 2.0,
+                io_errors: 1,
+                changed_during_slot: 0,
+                found: Vec::new(),
+            }],
+            elapsed_sec: 2.0,
+            deadline_overshoot_sec: 0.0,
+            bottleneck: Bottleneck::Disk,
+            io_wait_fraction: io_wait,
+            cpu_busy_fraction: 0.1,
+            io_error_messages: Vec::new(),
+            interrupted,
+        }
+    }
+
+    fn choice(method: Method, threads: usize, depth: usize) -> Choice {
+        Choice {
+            method,
+            threads,
+            depth,
+            profile: None,
+            why: String::new(),
+        }
+    }
+
+    #[test]
+    fn latency_estimate_per_method_kind() {
+        // 4 threads waiting half of 2 s (4 s in all) for 1000 reads done one at a time: 4 ms each.
+        let inline = mean_read_latency_sec(&report(1000, 0.5, false), &choice(Method::Pread, 4, 1));
+        assert!((inline.unwrap() - 0.004).abs() < 1e-12);
+        // 2 x 8 reads always in flight, 1000 reads in 2 s: 32 ms in flight each.
+        let uring = mean_read_latency_sec(&report(1000, 0.5, false), &choice(Method::Uring, 2, 8));
+        assert!((uring.unwrap() - 0.032).abs() < 1e-12);
+        assert_eq!(
+            mean_read_latency_sec(&report(0, 0.5, false), &choice(Method::Pread, 4, 1)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_slot_adds_to_its_shard_series_only() {
+        let metrics = Metrics::new(&[3, 4], Method::Pread).unwrap();
+        metrics.record_slot(&report(10, 0.5, true), &choice(Method::Pread, 1, 1));
+        let text = String::from_utf8(metrics.encode()).unwrap();
+        for line in [
+            "pora_nonces_tried_total{shard=\"3\"} 5",
+            "pora_nonces_tried_total{shard=\"4\"} 0",
+            "pora_samples_read_total{method=\"pread\",shard=\"3\"} 10",
+            "pora_read_errors_total{shard=\"3\"} 1",
+            "pora_slots_total{outcome=\"cancelled\"} 1",
+            "pora_slots_total{outcome=\"found\"} 0",
+            "pora_mining_power_ratio{shard=\"3\"} 0.05",
+            "pora_slot_duration_seconds_count 1",
+            "pora_sample_read_latency_seconds_count{method=\"pread\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        assert_eq!(outcome(&report(10, 0.5, false)), "deadline");
+    }
+}

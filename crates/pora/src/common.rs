@@ -155,7 +155,7 @@ impl clap::FromArgMatches for ShardFiles {
         if groups.is_empty() && !demo {
             return Err(clap::Error::raw(
                 clap::error::ErrorKind::MissingRequiredArgument,
-                "the following required argument was not provided: --file <FILE>...\n",
+                "the following required argument was not provided: --file <FILE>...",
             ));
         }
         Ok(ShardFiles(groups))

@@ -1,9 +1,14 @@
-//! Flags shared by several commands (`hash`, `mine`, `tune`) and their parsers, so that a flag
-//! means the same thing everywhere.
+//! Flags shared by several commands (`hash`, `mine`, `serve`, `tune`) and their parsers, so that
+//! a flag means the same thing everywhere.
 
 use anyhow::Context;
+use clap::ArgAction;
 use pora_core::difficulty::{expected_diff, parse_u256, required_diff, DiffParams};
 use pora_core::{Address, H256, U256};
+use pora_io::Method;
+use pora_mine::session::{OpenOptions, ProfileSource};
+use pora_mine::OnIoError;
+use std::path::PathBuf;
 
 /// Exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it),
 /// after it printed its partial results.
@@ -67,5 +72,113 @@ impl DiffArgs {
         Ok(Some(
             required_diff(expected).context("computing requiredDiff")?,
         ))
+    }
+}
+
+/// The shards and how to open them for mining: the flags `pora mine` and `pora serve` share.
+#[derive(clap::Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    pub files: ShardFiles,
+    /// Samples per nonce.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub random_checks: u32,
+    /// Shard size as log2(KVs); inferred from the files when omitted.
+    #[arg(long)]
+    pub kv_entries_bits: Option<u32>,
+    /// Access method (auto picks the best available; see `pora bench`).
+    #[arg(long, default_value = "auto")]
+    pub method: Method,
+    /// Worker threads [default: CPUs for asynchronous methods, max(64, CPUs) for synchronous ones].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Nonces (reads) in flight per thread [default: 256 for asynchronous methods, 1 for
+    /// synchronous ones].
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// What a failed sample read does: retry (3 times, then drop the nonce), skip (drop the
+    /// nonce), stop (end with an error naming file and offset).
+    #[arg(long, value_parser = parse_on_io_error, default_value = "retry")]
+    pub on_io_error: OnIoError,
+    /// Miner address used in hash0; defaults to the files' header.
+    #[arg(long, value_parser = parse_miner)]
+    pub miner: Option<Address>,
+    /// Tune profile to use [default: `<first file>.pora-profile.toml` when present].
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+}
+
+impl SessionArgs {
+    /// The options `pora_mine::session::Session::open` takes for these flags.
+    pub fn open_options(&self) -> OpenOptions {
+        let profile = match &self.profile {
+            Some(path) => ProfileSource::At(path.clone()),
+            None => ProfileSource::BesideFirstFile,
+        };
+        OpenOptions::default()
+            .with_method(self.method)
+            .with_threads(self.threads)
+            .with_depth(self.depth)
+            .with_random_checks(self.random_checks)
+            .with_on_io_error(self.on_io_error)
+            .with_miner(self.miner)
+            .with_kv_entries_bits(self.kv_entries_bits)
+            .with_profile(profile)
+    }
+}
+
+fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
+    match s {
+        "retry" => Ok(OnIoError::Retry),
+        "skip" => Ok(OnIoError::Skip),
+        "stop" => Ok(OnIoError::Stop),
+        _ => Err(format!("--on-io-error {s}: one of retry, skip, stop")),
+    }
+}
+
+/// `--file A B --file C`: one group of paths per occurrence, one shard per group. clap's derive
+/// cannot group values by occurrence, so this small part is written against the builder API.
+///
+/// At least one `--file` is required, except by `pora mine --demo` (which makes its own shard);
+/// that is checked here rather than with clap's `required_unless_present("demo")`, because
+/// commands without `--demo` share this flag.
+#[derive(Clone, Debug, Default)]
+pub struct ShardFiles(pub Vec<Vec<PathBuf>>);
+
+impl clap::FromArgMatches for ShardFiles {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let groups: Vec<Vec<PathBuf>> = matches
+            .get_occurrences::<PathBuf>("file")
+            .map(|occ| occ.map(|g| g.cloned().collect()).collect())
+            .unwrap_or_default();
+        let demo = matches!(matches.try_get_one::<bool>("demo"), Ok(Some(true)));
+        if groups.is_empty() && !demo {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "the following required argument was not provided: --file <FILE>...",
+            ));
+        }
+        Ok(ShardFiles(groups))
+    }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ShardFiles {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.arg(
+            clap::Arg::new("file")
+                .long("file")
+                .value_name("FILE")
+                .num_args(1..)
+                .action(ArgAction::Append)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Data files of one shard; repeat --file for each further shard mined in the same slot"),
+        )
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }

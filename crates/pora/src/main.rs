@@ -12,6 +12,7 @@ mod mask;
 mod mine;
 mod plot;
 mod scrub;
+mod serve;
 mod signals;
 mod tune;
 
@@ -48,6 +49,8 @@ enum Command {
     Scrub(scrub::ScrubArgs),
     /// Decode one KV (or one word) of an encodeType-3 file (read-only).
     Decode(decode::DecodeArgs),
+    /// Serve the shards as a local JSON-RPC 2.0 mining service with Prometheus metrics.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Mask(a) => mask::run(a).map(done),
         Command::Scrub(a) => scrub::run(a).map(done),
         Command::Decode(a) => decode::run(a).map(done),
+        Command::Serve(a) => serve::run(a),
     };
     result.unwrap_or_else(|e| {
         eprintln!("pora {name}: error: {}", error_chain(&e));

@@ -5,15 +5,13 @@
 //! Each `--file` occurrence is one shard (one or more data files). `--demo` creates a small
 //! shard under `./pora-demo/` and mines one slot on it.
 
-use crate::common::{parse_miner, parse_randao, DiffArgs};
+use crate::common::{parse_randao, DiffArgs, SessionArgs, ShardFiles};
 use anyhow::Context;
-use clap::ArgAction;
 use pora_core::keccak::keccak256;
 use pora_core::{Address, H256, U256};
-use pora_io::Method;
 use pora_mine::records::ShardSlotRecord;
-use pora_mine::session::{Choice, OpenOptions, ProfileSource, Session};
-use pora_mine::{Bottleneck, Find, OnIoError, ShardSlotReport, SlotReport, SlotRequest};
+use pora_mine::session::{Choice, Session};
+use pora_mine::{Bottleneck, Find, ShardSlotReport, SlotReport, SlotRequest};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +20,7 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct MineArgs {
     #[command(flatten)]
-    files: ShardFiles,
+    session: SessionArgs,
     /// The 32-byte randao mix digest, 0x-prefixed hex (the same for every slot).
     #[arg(long, value_parser = parse_randao, required_unless_present_any = ["random_randao", "demo"], conflicts_with = "random_randao")]
     randao: Option<H256>,
@@ -47,74 +45,15 @@ pub struct MineArgs {
     /// best (lowest hash1) or all.
     #[arg(long, value_parser = parse_find, default_value = "first")]
     find: Find,
-    /// Samples per nonce.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    random_checks: u32,
-    /// Shard size as log2(KVs); inferred from the files when omitted.
-    #[arg(long)]
-    kv_entries_bits: Option<u32>,
-    /// Access method (auto picks the best available; see `pora bench`).
-    #[arg(long, default_value = "auto")]
-    method: Method,
-    /// Worker threads [default: CPUs for asynchronous methods, max(64, CPUs) for synchronous ones].
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Nonces (reads) in flight per thread [default: 256 for asynchronous methods, 1 for
-    /// synchronous ones].
-    #[arg(long)]
-    depth: Option<usize>,
-    /// What a failed sample read does: retry (3 times, then drop the nonce), skip (drop the
-    /// nonce), stop (end with an error naming file and offset).
-    #[arg(long, value_parser = parse_on_io_error, default_value = "retry")]
-    on_io_error: OnIoError,
-    /// Miner address used in hash0; defaults to the files' header.
-    #[arg(long, value_parser = parse_miner)]
-    miner: Option<Address>,
     /// One JSON object per slot and shard (JSON lines) instead of text.
     #[arg(long)]
     json: bool,
-    /// Tune profile to use [default: `<first file>.pora-profile.toml` when present].
-    #[arg(long)]
-    profile: Option<PathBuf>,
+    /// Serve Prometheus metrics (GET /metrics) on this address while mining, e.g. 127.0.0.1:9646.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// Create ./pora-demo/shard0.dat (256 MiB, once) and mine one slot on it.
     #[arg(long, hide = true)]
     demo: bool,
-}
-
-/// `--file A B --file C`: one group of paths per occurrence, one shard per group. clap's derive
-/// cannot group values by occurrence, so this small part is written against the builder API.
-#[derive(Clone, Debug, Default)]
-struct ShardFiles(Vec<Vec<PathBuf>>);
-
-impl clap::FromArgMatches for ShardFiles {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let groups = matches
-            .get_occurrences::<PathBuf>("file")
-            .map(|occ| occ.map(|g| g.cloned().collect()).collect());
-        Ok(ShardFiles(groups.unwrap_or_default()))
-    }
-    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl clap::Args for ShardFiles {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        cmd.arg(
-            clap::Arg::new("file")
-                .long("file")
-                .value_name("FILE")
-                .num_args(1..)
-                .action(ArgAction::Append)
-                .value_parser(clap::value_parser!(PathBuf))
-                .required_unless_present("demo")
-                .help("Data files of one shard; repeat --file for each further shard mined in the same slot"),
-        )
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
 }
 
 fn parse_nonce_range(s: &str) -> Result<Range<u64>, String> {
@@ -156,33 +95,11 @@ fn parse_find(s: &str) -> Result<Find, String> {
     }
 }
 
-fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
-    match s {
-        "retry" => Ok(OnIoError::Retry),
-        "skip" => Ok(OnIoError::Skip),
-        "stop" => Ok(OnIoError::Stop),
-        _ => Err(format!("--on-io-error {s}: one of retry, skip, stop")),
-    }
-}
-
 pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     if args.demo {
         prepare_demo(&mut args)?;
     }
-    let profile = match &args.profile {
-        Some(path) => ProfileSource::At(path.clone()),
-        None => ProfileSource::BesideFirstFile,
-    };
-    let options = OpenOptions::default()
-        .with_method(args.method)
-        .with_threads(args.threads)
-        .with_depth(args.depth)
-        .with_random_checks(args.random_checks)
-        .with_on_io_error(args.on_io_error)
-        .with_miner(args.miner)
-        .with_kv_entries_bits(args.kv_entries_bits)
-        .with_profile(profile);
-    let session = Session::open(&args.files.0, &options)?;
+    let session = Session::open(&args.session.files.0, &args.session.open_options())?;
     for note in session.notes() {
         eprintln!("pora mine: {note}");
     }
@@ -197,6 +114,7 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let required_diff = args.diff.required()?;
+    let metrics = crate::serve::start_metrics(args.metrics_listen, &session)?;
     let stop = crate::signals::install("mine");
     for slot in 0..args.slots {
         let request = SlotRequest::new(slot_randao(&args, slot))
@@ -204,7 +122,13 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
             .with_slot(args.slot)
             .with_find(args.find)
             .with_required_diff(required_diff);
+        if let Some(m) = &metrics {
+            m.slot_started();
+        }
         let report = session.mine_slot(&request, stop)?;
+        if let Some(m) = &metrics {
+            m.record_slot(&report, &session);
+        }
         print_report(slot, &report, choice, args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
@@ -338,7 +262,7 @@ fn prepare_demo(args: &mut MineArgs) -> anyhow::Result<()> {
             quiet: false,
         })?;
     }
-    args.files = ShardFiles(vec![vec![path]]);
+    args.session.files = ShardFiles(vec![vec![path]]);
     args.randao = None;
     args.random_randao = true;
     if args.diff.required_diff.is_none() && args.diff.difficulty.is_none() {

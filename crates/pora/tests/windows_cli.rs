@@ -1,6 +1,7 @@
 //! The `pora` binary on Windows (under Wine in CI): `pora create --fill sparse` builds each es-node
 //! vector's shard, the logged samples are written in place, and `pora hash` must reproduce
-//! es-node's hash0/hash1/requiredDiff; then a short `pora mine` runs with every Windows method.
+//! es-node's hash0/hash1/requiredDiff; then a short `pora mine` runs with every Windows method,
+//! and `pora serve` answers a `pora_mineSlot` call over HTTP.
 #![cfg(windows)]
 
 /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
@@ -350,4 +351,71 @@ fn pora_doctor_reports_the_volume_and_bitlocker() {
         "{out}"
     );
     assert!(out.contains("bitlocker"), "{out}");
+}
+
+/// One HTTP/1.1 POST of `body` to `/` over a fresh connection; the response body.
+fn http_post(addr: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to pora serve");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .unwrap();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap()
+}
+
+#[test]
+fn pora_serve_answers_rpc_as_a_console_program() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let shard = dir.path().join("serve.dat");
+    let s = shard.to_str().unwrap();
+    let create = ["create", s, "--shard", "0", "--kv-entries-bits", "4"];
+    ok(&pora(&[&create[..], &["--quiet"]].concat()), "pora create");
+    /// Ends `pora serve` however the test ends.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let serve = ["serve", "--file", s, "--method", "pread"];
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_pora"))
+            .args(serve)
+            .args(["--listen", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pora serve starts"),
+    );
+    let stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let mut lines = stderr.lines().map_while(Result::ok);
+    let addr = lines
+        .find_map(|l| {
+            l.strip_prefix("pora serve: listening on http://")
+                .map(String::from)
+        })
+        .expect("a `listening on` line");
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let randao = format!("0x{}", "5a".repeat(32));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"pora_mineSlot","params":{{"randao":"{randao}","nonceStart":0,"nonceEnd":"0x200","slotMs":600000}}}}"#
+    );
+    let answer: Value = serde_json::from_str(&http_post(&addr, &body)).unwrap();
+    let record = &answer["result"]["shards"][0];
+    assert_eq!(record["noncesTried"], 512, "{answer}");
+    assert_eq!(record["method"], "pread", "{answer}");
+    assert_eq!(record["samplesRead"], 1024, "{answer}");
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# pora serve + RPC vs pora mine on the same cold shard (issue 14: serving must add < 2% to a
+# slot's samples/s).
+#
+# Starts `pora serve` once on the shard, then alternates PAIRS times: a cold `pora_mineSlot`
+# over RPC (curl) and a cold `pora mine` slot, each of DURATION seconds over a nonce range too
+# large to finish, with the page cache dropped before each slot. Both use the same --method,
+# --threads and --depth (those `pora serve` chose, passed to `pora mine` explicitly). Prints
+# each pair's samples/s, and the ratio serve / mine over all pairs (mean of per-pair ratios and
+# ratio of the means). Run it on a quiet machine: alternating pairs cancels slow drifts, not a
+# neighbour's bursts.
+#
+# usage: bench/serve-vs-mine.sh [SHARD_FILE]    (default /tmp/pora-bench/shard0-8g.dat)
+# env:   DURATION=12         seconds per slot (es-node's slot)
+#        PAIRS=5             serve/mine pairs
+#        KV_ENTRIES_BITS=16  shard size when creating it (16 = 8 GiB with 128 KiB KVs)
+#        PORA=path           pora binary (default: target/release/pora, built if missing)
+#        PORA_ARGS="..."     extra flags for both (e.g. "--method io_uring --threads 2 --depth 256")
+#        PORT=9645           serve port on 127.0.0.1
+# Smoke test: DURATION=1 PAIRS=1 KV_ENTRIES_BITS=6 bench/serve-vs-mine.sh /tmp/x/small.dat
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+DURATION=${DURATION:-12}
+PAIRS=${PAIRS:-5}
+KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
+PORA=${PORA:-target/release/pora}
+PORA_ARGS=${PORA_ARGS:-}
+PORT=${PORT:-9645}
+RANDAO=0x5eb1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f
+
+for tool in curl python3; do
+    command -v "$tool" >/dev/null || { echo "serve-vs-mine: $tool is needed" >&2; exit 2; }
+done
+if [ ! -x "$PORA" ]; then
+    echo "building $PORA ..." >&2
+    cargo build --release -p pora >&2
+fi
+if [ ! -e "$SHARD" ]; then
+    mkdir -p "$(dirname "$SHARD")"
+    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
+    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
+fi
+
+drop_cache() {
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then
+        echo 3 > /proc/sys/vm/drop_caches
+    else
+        # Not root: ask the kernel to forget this file's pages (works for clean pages).
+        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
+    fi
+}
+
+LOG=$(mktemp)
+drop_cache
+# shellcheck disable=SC2086
+"$PORA" serve --file "$SHARD" --listen "127.0.0.1:$PORT" $PORA_ARGS 2>"$LOG" &
+SERVE_PID=$!
+trap 'kill "$SERVE_PID" 2>/dev/null || true; rm -f "$LOG"' EXIT
+for _ in $(seq 100); do
+    grep -q "listening on" "$LOG" && break
+    kill -0 "$SERVE_PID" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
+    sleep 0.1
+done
+URL="http://127.0.0.1:$PORT/"
+
+rpc() {
+    curl -sS --max-time $((DURATION + 30)) -H 'content-type: application/json' -d "$1" "$URL"
+}
+
+# The knobs the service chose, so `pora mine` runs with exactly the same ones.
+read -r METHOD THREADS DEPTH < <(rpc '{"jsonrpc":"2.0","id":0,"method":"pora_status"}' \
+    | python3 -c "import json,sys; r=json.load(sys.stdin)['result']; print(r['method'], r['threads'], r['depth'])")
+echo "shard $SHARD, $METHOD $THREADS threads x depth $DEPTH, $DURATION s slots, $PAIRS pairs, cold" >&2
+
+SLOT_MS=$(python3 -c "print(int(float('$DURATION') * 1000))")
+serve_slot() {
+    drop_cache
+    rpc "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pora_mineSlot\",\"params\":{\"randao\":\"$RANDAO\",\"nonceStart\":0,\"nonceEnd\":\"0xffffffffffffffff\",\"slotMs\":$SLOT_MS}}" \
+        | python3 -c "import json,sys; print('%.0f' % json.load(sys.stdin)['result']['shards'][0]['samplesPerSec'])"
+}
+
+mine_slot() {
+    drop_cache
+    "$PORA" mine --file "$SHARD" --randao "$RANDAO" --slot "$DURATION" --json \
+        --nonces 0..18446744073709551615 --method "$METHOD" --threads "$THREADS" --depth "$DEPTH" \
+        | python3 -c "import json,sys; print('%.0f' % json.loads(sys.stdin.readline())['samplesPerSec'])"
+}
+
+RESULTS=()
+for pair in $(seq "$PAIRS"); do
+    SERVE_RATE=$(serve_slot)
+    MINE_RATE=$(mine_slot)
+    echo "pair $pair: serve $SERVE_RATE samples/s, mine $MINE_RATE samples/s" >&2
+    RESULTS+=("$SERVE_RATE" "$MINE_RATE")
+done
+
+python3 - "${RESULTS[@]}" <<'PY'
+import sys
+v = [float(x) for x in sys.argv[1:]]
+serve, mine = v[0::2], v[1::2]
+ratios = [s / m for s, m in zip(serve, mine) if m > 0]
+print("serve/mine samples/s: mean of pair ratios %.4f (min %.4f, max %.4f); ratio of means %.4f over %d pairs"
+      % (sum(ratios) / len(ratios), min(ratios), max(ratios), (sum(serve) / len(serve)) / (sum(mine) / len(mine)), len(ratios)))
+PY

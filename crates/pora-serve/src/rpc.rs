@@ -1,0 +1,232 @@
+//! The JSON-RPC 2.0 envelope: a body is one request or a batch (an array of at most
+//! [`MAX_BATCH`] requests, answered in order, run concurrently); notifications (no `id`) get no
+//! answer; malformed bodies and requests get the standard error objects. The methods themselves
+//! live in `methods.rs`.
+
+use crate::service::Service;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// Invalid JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// Valid JSON that is not a request object (or an empty or oversized batch, or an oversized
+/// body).
+pub const INVALID_REQUEST: i64 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// A parameter is missing, unknown or malformed; the message names it and `data.field` holds it.
+pub const INVALID_PARAMS: i64 = -32602;
+/// A bug or an unexpected failure of the service.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Server error: a slot is already running (one slot at a time); cancel it or wait.
+pub const SLOT_RUNNING: i64 = -32000;
+/// Server error: a read of a shard file failed; `data` holds `path`, `offset` and `why`.
+pub const IO_ERROR: i64 = -32001;
+/// Server error: the service is shutting down and starts no new slot.
+pub const SHUTTING_DOWN: i64 = -32002;
+/// Server error: the shards could not be mined (a file changed size, a device went away...).
+pub const MINING_FAILED: i64 = -32003;
+
+/// Most requests in one batch; a larger batch is answered with one error.
+pub const MAX_BATCH: usize = 100;
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// `-32602` naming `field` in the message and in `data.field`.
+    pub fn invalid_param(field: &str, why: impl std::fmt::Display) -> Self {
+        RpcError::new(INVALID_PARAMS, format!("invalid params: `{field}`: {why}"))
+            .with_data(json!({ "field": field }))
+    }
+
+    fn to_value(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("code".into(), self.code.into());
+        error.insert("message".into(), self.message.clone().into());
+        if let Some(data) = &self.data {
+            error.insert("data".into(), data.clone());
+        }
+        Value::Object(error)
+    }
+}
+
+/// The response object for request `id`.
+pub fn response(id: Value, result: Result<Value, RpcError>) -> Value {
+    match result {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(e) => json!({ "jsonrpc": "2.0", "id": id, "error": e.to_value() }),
+    }
+}
+
+/// An error response that belongs to no request (`id` null): parse errors, bad batches.
+pub fn error_response(error: RpcError) -> Value {
+    response(Value::Null, Err(error))
+}
+
+/// Answers one HTTP body; `None` when every request was a notification (nothing to send).
+pub async fn handle_body(service: &Arc<Service>, body: &[u8]) -> Option<Value> {
+    let parsed: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(error_response(RpcError::new(
+                PARSE_ERROR,
+                format!("parse error: {e}"),
+            )))
+        }
+    };
+    match parsed {
+        Value::Array(batch) => handle_batch(service, batch).await,
+        single => handle_one(service.clone(), single).await,
+    }
+}
+
+async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value> {
+    if batch.is_empty() {
+        return Some(error_response(RpcError::new(
+            INVALID_REQUEST,
+            "invalid request: empty batch",
+        )));
+    }
+    if batch.len() > MAX_BATCH {
+        return Some(error_response(RpcError::new(
+            INVALID_REQUEST,
+            format!(
+                "invalid request: batch of {} requests; at most {MAX_BATCH}",
+                batch.len()
+            ),
+        )));
+    }
+    // Run the batch's requests concurrently (a `pora_cancel` next to a `pora_mineSlot` must not
+    // wait for the slot), answer in request order.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, request) in batch.into_iter().enumerate() {
+        let service = service.clone();
+        tasks.spawn(async move { (index, handle_one(service, request).await) });
+    }
+    let mut answers: Vec<(usize, Value)> = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, Some(answer))) => answers.push((index, answer)),
+            Ok((_, None)) => {}
+            Err(e) => answers.push((
+                usize::MAX,
+                error_response(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("internal error: {e}"),
+                )),
+            )),
+        }
+    }
+    answers.sort_by_key(|(index, _)| *index);
+    let answers: Vec<Value> = answers.into_iter().map(|(_, a)| a).collect();
+    (!answers.is_empty()).then_some(Value::Array(answers))
+}
+
+/// One request object; `None` for a valid notification.
+async fn handle_one(service: Arc<Service>, request: Value) -> Option<Value> {
+    let (id, method, params) = match envelope(request) {
+        Ok(parts) => parts,
+        Err(refusal) => return Some(*refusal),
+    };
+    let result = crate::methods::call(&service, &method, params).await;
+    service.metrics().record_rpc(&method, result.is_ok());
+    id.map(|id| response(id, result))
+}
+
+type Envelope = (Option<Value>, String, Option<Value>);
+
+/// Checks the request object: `jsonrpc` "2.0", a string `method`, `params` an array or object,
+/// `id` a string, number or null (absent: a notification). A refusal is the error response.
+fn envelope(request: Value) -> Result<Envelope, Box<Value>> {
+    let invalid = |id: Value, why: &str| {
+        let error = RpcError::new(INVALID_REQUEST, format!("invalid request: {why}"));
+        Err(Box::new(response(id, Err(error))))
+    };
+    let Value::Object(mut obj) = request else {
+        return invalid(Value::Null, "expected a request object");
+    };
+    let id = obj.remove("id");
+    let reply_id = match &id {
+        None => Value::Null,
+        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
+        Some(_) => return invalid(Value::Null, "`id` must be a string, a number or null"),
+    };
+    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return invalid(reply_id, "`jsonrpc` must be \"2.0\"");
+    }
+    let method = match obj.remove("method") {
+        Some(Value::String(m)) => m,
+        _ => return invalid(reply_id, "`method` must be a string"),
+    };
+    let params = match obj.remove("params") {
+        // `null` is not a structured value, but clients send it for "no params": accept it.
+        None | Some(Value::Null) => None,
+        Some(p @ (Value::Array(_) | Value::Object(_))) => Some(p),
+        Some(_) => return invalid(reply_id, "`params` must be an array or an object"),
+    };
+    Ok((id, method, params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(request: Value) -> Result<(), i64> {
+        envelope(request)
+            .map(|_| ())
+            .map_err(|refusal| refusal["error"]["code"].as_i64().unwrap())
+    }
+
+    #[test]
+    fn envelope_rejects_what_is_not_a_request() {
+        assert_eq!(check(json!([1])), Err(INVALID_REQUEST));
+        assert_eq!(check(json!({"method": "x", "id": 1})), Err(INVALID_REQUEST));
+        assert_eq!(
+            check(json!({"jsonrpc": "2.0", "method": 7, "id": 1})),
+            Err(INVALID_REQUEST)
+        );
+        assert_eq!(
+            check(json!({"jsonrpc": "2.0", "method": "m", "id": [1]})),
+            Err(INVALID_REQUEST)
+        );
+        assert_eq!(
+            check(json!({"jsonrpc": "2.0", "method": "m", "params": 3})),
+            Err(INVALID_REQUEST)
+        );
+        assert_eq!(
+            check(json!({"jsonrpc": "2.0", "method": "m", "id": "a"})),
+            Ok(())
+        );
+        let (id, _, _) = envelope(json!({"jsonrpc": "2.0", "method": "m"})).unwrap();
+        assert_eq!(id, None, "no id: a notification");
+    }
+
+    #[test]
+    fn error_objects_carry_code_message_and_data() {
+        let v = response(json!(5), Err(RpcError::invalid_param("nonce", "bad")));
+        assert_eq!(v["id"], 5);
+        assert_eq!(v["error"]["code"], INVALID_PARAMS);
+        assert_eq!(v["error"]["data"]["field"], "nonce");
+        assert!(v["error"]["message"].as_str().unwrap().contains("`nonce`"));
+        assert!(v.get("result").is_none());
+    }
+}

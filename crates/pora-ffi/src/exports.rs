@@ -46,7 +46,10 @@ fn json(value: &impl Serialize) -> Outcome {
 fn mine_failure(e: MineError) -> Failure {
     let status = match &e {
         MineError::Busy => PoraStatus::Busy,
-        MineError::Io(_) | MineError::Read { .. } | MineError::Open { .. } => PoraStatus::Io,
+        MineError::Io(_)
+        | MineError::Read { .. }
+        | MineError::Sample { .. }
+        | MineError::Open { .. } => PoraStatus::Io,
         // A file that cannot be opened or read is an I/O failure, not a bad shard.
         MineError::Shard {
             source: pora_core::Error::Io { .. },

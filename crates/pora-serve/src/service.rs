@@ -248,7 +248,9 @@ impl Service {
     fn mine_error(&self, e: MineError) -> RpcError {
         match e {
             MineError::Busy => RpcError::new(rpc::SLOT_RUNNING, e.to_string()),
-            MineError::Read { path, offset, why } => io_error(&path, Some(offset), &why),
+            MineError::Read { path, offset, why } | MineError::Sample { path, offset, why } => {
+                io_error(&path, Some(offset), &why)
+            }
             MineError::Io(IoError::Read(r)) => {
                 let path = self.paths.get(r.file as usize).cloned().unwrap_or_default();
                 io_error(&path, Some(r.offset), &r.kind.to_string())

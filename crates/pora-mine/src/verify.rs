@@ -125,7 +125,7 @@ impl Verifier {
                 self.backend = None;
                 let (file, offset) = failed_at.unwrap_or_default();
                 let path = self.paths.get(file as usize).cloned().unwrap_or_default();
-                let why = format!("verifying nonce {nonce} of shard {}: {e}", plan.shard_idx);
+                let why = format!("computing nonce {nonce} of shard {}: {e}", plan.shard_idx);
                 return Ok(Err(Unconfirmed { path, offset, why }));
             }
         };

@@ -281,8 +281,10 @@ func startLongSlot(t testing.TB, s *Shards) <-chan error {
 			_, err := s.MineSlot(context.Background(), longSlot())
 			done <- err
 		}()
+		// Give the long slot time to take the set before each probe: a probe holds the set for
+		// a whole (short) slot, and probing back to back starves the long slot on a loaded machine.
 		for i := 0; i < 50; i++ {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 			_, err := s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 1, Duration: time.Second})
 			if errors.Is(err, ErrBusy) {
 				return done

@@ -427,13 +427,17 @@ fn start_long_slot(handle: u64, cancel: u64) -> std::thread::JoinHandle<(PoraSta
                 cancel,
             )
         });
+        // Give the long slot time to take the set before each probe: a probe holds the set for
+        // a whole (short) slot, and probing back to back starves the long slot on a loaded
+        // machine.
+        std::thread::sleep(Duration::from_millis(100));
         while !worker.is_finished() {
             let (s, msg) = mine(handle, &slot_params(&[2u8; 32], 0..1, 0, 1000), 0);
             if s == PoraStatus::Busy {
                 assert!(msg.contains("already running"), "{msg}");
                 return worker;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(50));
         }
         let (s, msg) = worker.join().unwrap();
         assert_eq!(s, PoraStatus::Busy, "the long slot ended: {msg}");

@@ -285,11 +285,12 @@ fn auto_method(paths: &[PathBuf]) -> (Method, String) {
     )
 }
 
-/// Share of the files' bytes in the page cache (mincore), when the OS tells.
+/// Share of the files' bytes in the page cache, when the OS tells: mincore over a fixed sample of
+/// windows, so the check costs the same for a 1 GiB and a 1 TiB shard.
 fn resident_percent(paths: &[PathBuf]) -> Option<f64> {
     let (mut cached, mut total) = (0u64, 0u64);
     for path in paths {
-        let r = pora_io::probe::residency(path).ok()?;
+        let r = pora_io::probe::residency_sampled(path).ok()?;
         cached += r.cached_bytes;
         total += r.file_bytes;
     }
@@ -308,9 +309,12 @@ fn knobs(
     let (threads, depth, why) = match tuned {
         Some(t) if t.method == method => (t.threads, t.depth, why),
         _ => {
-            // O_DIRECT reads bypass the page cache: residency says nothing about them.
+            // O_DIRECT reads bypass the page cache: residency says nothing about them; and with
+            // both knobs given it would not change anything.
+            let both_given = options.threads.is_some() && options.depth.is_some();
             let resident = method.completes_inline()
                 && !method.is_unbuffered()
+                && !both_given
                 && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
             let (t, d) = default_knobs(method, resident);
             let shape = if !method.completes_inline() {

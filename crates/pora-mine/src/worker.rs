@@ -121,14 +121,24 @@ struct Chain {
 /// The loop's wall time split into waiting for the backend and working. For methods that read
 /// inside `submit` the CPU time the thread spent in the backend (an mmap copy from the page
 /// cache, a pread's system call) is work, not waiting, so a CPU-bound mmap slot is reported as
-/// CPU-bound: it is measured with the thread's CPU clock, twice per batch, never per sample.
+/// CPU-bound. The thread's CPU clock is a system call, so it is read once per
+/// [`CPU_CLOCK_BATCHES`] batches, not per batch: with depth 1 a batch is one read. Over such a
+/// window, the CPU time beyond the wall time spent processing batches was spent in the backend
+/// (with more threads than cores processing is partly preemption, so this errs towards waiting).
 struct TimeSplit {
     inline: bool,
     io_wait: Duration,
     busy: Duration,
-    /// The thread's CPU time when the last batch was processed.
+    /// The thread's CPU time when the current window started.
     cpu_mark: Duration,
+    /// Wall time in the backend and in processing since the window started.
+    window_backend: Duration,
+    window_processing: Duration,
+    window_batches: u32,
 }
+
+/// Batches per read of the thread CPU clock (inline methods only).
+const CPU_CLOCK_BATCHES: u32 = 16;
 
 impl TimeSplit {
     fn new(inline: bool) -> Self {
@@ -137,26 +147,51 @@ impl TimeSplit {
             io_wait: Duration::ZERO,
             busy: Duration::ZERO,
             cpu_mark: if inline { thread_cpu() } else { Duration::ZERO },
+            window_backend: Duration::ZERO,
+            window_processing: Duration::ZERO,
+            window_batches: 0,
         }
     }
 
     /// Submit and reap took `wall`.
     fn backend_returned(&mut self, wall: Duration) {
-        if !self.inline {
+        if self.inline {
+            self.window_backend += wall;
+        } else {
             self.io_wait += wall;
-            return;
         }
-        let in_backend = thread_cpu().saturating_sub(self.cpu_mark).min(wall);
-        self.io_wait += wall - in_backend;
-        self.busy += in_backend;
     }
 
     /// Processing a batch took `wall`.
     fn processed(&mut self, wall: Duration) {
         self.busy += wall;
-        if self.inline {
-            self.cpu_mark = thread_cpu();
+        if !self.inline {
+            return;
         }
+        self.window_processing += wall;
+        self.window_batches += 1;
+        if self.window_batches == CPU_CLOCK_BATCHES {
+            self.settle();
+        }
+    }
+
+    /// Splits the window's backend time with one read of the thread CPU clock; called at the
+    /// end of each window and of the loop.
+    fn settle(&mut self) {
+        if !self.inline {
+            return;
+        }
+        let cpu = thread_cpu();
+        let in_backend = cpu
+            .saturating_sub(self.cpu_mark)
+            .saturating_sub(self.window_processing)
+            .min(self.window_backend);
+        self.io_wait += self.window_backend - in_backend;
+        self.busy += in_backend;
+        self.cpu_mark = cpu;
+        self.window_backend = Duration::ZERO;
+        self.window_processing = Duration::ZERO;
+        self.window_batches = 0;
     }
 }
 
@@ -306,6 +341,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             processed_at = Instant::now();
             time.processed(processed_at - reaped_at);
         };
+        time.settle();
         Ok((end, time.io_wait, time.busy))
     }
 

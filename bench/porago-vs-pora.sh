@@ -2,11 +2,13 @@
 # porago (Go, through libpora over cgo) vs pora (Rust CLI) vs an es-node-style pure-Go sampler on
 # the same cold shard (issue 10's headline benchmark). Run it on a quiet machine.
 #
-# In one run, PAIRS times, each phase cold (page cache dropped): `porago mine` then `pora mine`,
-# same flags (--method auto, one slot of DURATION seconds over a nonce range too large to finish);
-# then the pure-Go sampler (bindings/go BenchmarkGoSampler: one shared *os.File, a goroutine per
-# CPU, ReadAt of 32 bytes, Keccak in Go) for SAMPLER_NONCES nonces. Prints every sample, the
-# porago/pora ratio of the medians (target >= 0.97) and pora-through-Go / pure-Go (target >= 2.4).
+# In one run, PAIRS rounds, each phase cold (page cache dropped): `porago mine` and `pora mine`
+# (order alternating per round, so a disk that drifts during the run favours neither), same
+# flags (--method auto, one slot of DURATION seconds over a nonce range too large to finish);
+# then, in the same round, the pure-Go sampler (bindings/go BenchmarkGoSampler: one shared
+# *os.File, a goroutine per CPU, ReadAt of 32 bytes, Keccak in Go) for SAMPLER_NONCES nonces.
+# Prints every round, porago/pora per round and overall (target >= 0.97) and porago/pure-Go
+# (target >= 2.4).
 #
 # usage: bench/porago-vs-pora.sh [SHARD_FILE]     (default /tmp/pora-bench/shard0-8g.dat)
 # env:   DURATION=30 PAIRS=3 SAMPLER_NONCES=1048576 KV_ENTRIES_BITS=16 (when creating the shard)
@@ -53,23 +55,31 @@ mine_rate() {
         | python3 -c "import json,sys; o=json.loads(sys.stdin.readline()); print('%.0f' % o['samplesPerSec'])"
 }
 
-go_rates=() rust_rates=()
+go_rates=() rust_rates=() sampler_rates=()
 for i in $(seq 1 "$PAIRS"); do
-    g=$(mine_rate "$PORAGO"); go_rates+=("$g")
-    r=$(mine_rate "$PORA"); rust_rates+=("$r")
-    echo "pair $i: porago $g samples/s, pora $r samples/s" >&2
+    # Alternate who goes first (porago, pora / pora, porago) so a disk whose rate drifts during
+    # the run (a cloud volume warming its host cache) does not favour one side.
+    if [ $((i % 2)) -eq 1 ]; then
+        g=$(mine_rate "$PORAGO"); r=$(mine_rate "$PORA")
+    else
+        r=$(mine_rate "$PORA"); g=$(mine_rate "$PORAGO")
+    fi
+    go_rates+=("$g"); rust_rates+=("$r")
+    drop_cache
+    s=$(cd bindings/go && go test -run '^$' -bench '^BenchmarkGoSampler$' -benchtime 1x \
+        -bench-shard "$SHARD" -bench-nonces "$SAMPLER_NONCES" . \
+        | awk '/samples\/s/ { for (i = 1; i <= NF; i++) if ($i == "samples/s") print $(i-1) }')
+    sampler_rates+=("$s")
+    echo "round $i: porago $g, pora $r, pure-Go sampler $s samples/s" >&2
 done
-drop_cache
-sampler=$(cd bindings/go && go test -run '^$' -bench '^BenchmarkGoSampler$' -benchtime 1x \
-    -bench-shard "$SHARD" -bench-nonces "$SAMPLER_NONCES" . \
-    | awk '/samples\/s/ { for (i = 1; i <= NF; i++) if ($i == "samples/s") print $(i-1) }')
-echo "pure-Go sampler (cold, $SAMPLER_NONCES nonces): $sampler samples/s" >&2
-python3 - "$sampler" "${go_rates[*]}" "${rust_rates[*]}" <<'PY'
+python3 - "${sampler_rates[*]}" "${go_rates[*]}" "${rust_rates[*]}" <<'PY'
 import statistics, sys
-sampler = float(sys.argv[1])
+sampler = [float(x) for x in sys.argv[1].split()]
 go = [float(x) for x in sys.argv[2].split()]
 rust = [float(x) for x in sys.argv[3].split()]
-g, r = statistics.median(go), statistics.median(rust)
-print(f"porago median {g:,.0f} samples/s, pora median {r:,.0f} samples/s: porago/pora = {g / r:.3f}")
-print(f"pure-Go sampler {sampler:,.0f} samples/s: porago/pure-Go = {g / sampler:.2f}x")
+g, r, s = statistics.median(go), statistics.median(rust), statistics.median(sampler)
+pair = [a / b for a, b in zip(go, rust)]
+print(f"porago median {g:,.0f} samples/s, pora median {r:,.0f}, pure-Go sampler median {s:,.0f}")
+print(f"porago/pora: per round {' '.join(f'{x:.3f}' for x in pair)}; median {statistics.median(pair):.3f}, ratio of means {sum(go) / sum(rust):.3f}")
+print(f"porago/pure-Go: per round {' '.join(f'{a / b:.2f}' for a, b in zip(go, sampler))}; medians {g / s:.2f}x")
 PY

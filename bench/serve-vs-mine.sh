@@ -2,9 +2,10 @@
 # pora serve + RPC vs pora mine on the same cold shard (issue 14: serving must add < 2% to a
 # slot's samples/s).
 #
-# Starts `pora serve` once on the shard, then alternates PAIRS times: a cold `pora_mineSlot`
-# over RPC (curl) and a cold `pora mine` slot, each of DURATION seconds over a nonce range too
-# large to finish, with the page cache dropped before each slot. Both use the same --method,
+# Starts `pora serve` once on the shard, then runs PAIRS pairs: a cold `pora_mineSlot` over RPC
+# (curl) and a cold `pora mine` slot (serve first in odd pairs, mine first in even ones), each of
+# DURATION seconds over a nonce range too large to finish, with the page cache dropped before
+# each slot. Both use the same --method,
 # --threads and --depth (those `pora serve` chose, passed to `pora mine` explicitly). Prints
 # each pair's samples/s, and the ratio serve / mine over all pairs (mean of per-pair ratios and
 # ratio of the means). Run it on a quiet machine: alternating pairs cancels slow drifts, not a
@@ -12,7 +13,10 @@
 #
 # usage: bench/serve-vs-mine.sh [SHARD_FILE]    (default /tmp/pora-bench/shard0-8g.dat)
 # env:   DURATION=12         seconds per slot (es-node's slot)
-#        PAIRS=5             serve/mine pairs
+#        PAIRS=6             serve/mine pairs
+#        CACHE=cold          cold: page cache dropped before every slot; hot: never dropped, the
+#                            shard read into the cache once (the CPU-bound case, no disk noise)
+#        WARMUP=0            seconds of one unrecorded cold `pora mine` slot before the pairs
 #        KV_ENTRIES_BITS=16  shard size when creating it (16 = 8 GiB with 128 KiB KVs)
 #        PORA=path           pora binary (default: target/release/pora, built if missing)
 #        PORA_ARGS="..."     extra flags for both (e.g. "--method io_uring --threads 2 --depth 256")
@@ -23,7 +27,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
 DURATION=${DURATION:-12}
-PAIRS=${PAIRS:-5}
+PAIRS=${PAIRS:-6}
+WARMUP=${WARMUP:-0}
+CACHE=${CACHE:-cold}
 KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
 PORA=${PORA:-target/release/pora}
 PORA_ARGS=${PORA_ARGS:-}
@@ -44,6 +50,9 @@ if [ ! -e "$SHARD" ]; then
 fi
 
 drop_cache() {
+    if [ "$CACHE" = hot ]; then
+        return
+    fi
     sync
     if [ -w /proc/sys/vm/drop_caches ]; then
         echo 3 > /proc/sys/vm/drop_caches
@@ -53,6 +62,9 @@ drop_cache() {
     fi
 }
 
+if [ "$CACHE" = hot ]; then
+    cat "$SHARD" >/dev/null
+fi
 LOG=$(mktemp)
 drop_cache
 # shellcheck disable=SC2086
@@ -73,7 +85,7 @@ rpc() {
 # The knobs the service chose, so `pora mine` runs with exactly the same ones.
 read -r METHOD THREADS DEPTH < <(rpc '{"jsonrpc":"2.0","id":0,"method":"pora_status"}' \
     | python3 -c "import json,sys; r=json.load(sys.stdin)['result']; print(r['method'], r['threads'], r['depth'])")
-echo "shard $SHARD, $METHOD $THREADS threads x depth $DEPTH, $DURATION s slots, $PAIRS pairs, cold" >&2
+echo "shard $SHARD, $METHOD $THREADS threads x depth $DEPTH, $DURATION s slots, $PAIRS pairs, $CACHE" >&2
 
 SLOT_MS=$(python3 -c "print(int(float('$DURATION') * 1000))")
 serve_slot() {
@@ -89,10 +101,18 @@ mine_slot() {
         | python3 -c "import json,sys; print('%.0f' % json.loads(sys.stdin.readline())['samplesPerSec'])"
 }
 
+if [ "$WARMUP" -gt 0 ]; then
+    echo "warm-up: one unrecorded ${WARMUP} s slot (lets a drifting cloud volume settle)" >&2
+    DURATION=$WARMUP mine_slot >/dev/null
+fi
 RESULTS=()
 for pair in $(seq "$PAIRS"); do
-    SERVE_RATE=$(serve_slot)
-    MINE_RATE=$(mine_slot)
+    # Alternate who goes first so a disk whose rate drifts during the run favours neither.
+    if [ $((pair % 2)) -eq 1 ]; then
+        SERVE_RATE=$(serve_slot); MINE_RATE=$(mine_slot)
+    else
+        MINE_RATE=$(mine_slot); SERVE_RATE=$(serve_slot)
+    fi
     echo "pair $pair: serve $SERVE_RATE samples/s, mine $MINE_RATE samples/s" >&2
     RESULTS+=("$SERVE_RATE" "$MINE_RATE")
 done
@@ -102,6 +122,8 @@ import sys
 v = [float(x) for x in sys.argv[1:]]
 serve, mine = v[0::2], v[1::2]
 ratios = [s / m for s, m in zip(serve, mine) if m > 0]
-print("serve/mine samples/s: mean of pair ratios %.4f (min %.4f, max %.4f); ratio of means %.4f over %d pairs"
-      % (sum(ratios) / len(ratios), min(ratios), max(ratios), (sum(serve) / len(serve)) / (sum(mine) / len(mine)), len(ratios)))
+import statistics
+print("serve/mine samples/s over %d pairs: median of pair ratios %.4f, mean %.4f (min %.4f, max %.4f); ratio of means %.4f"
+      % (len(ratios), statistics.median(ratios), statistics.mean(ratios), min(ratios), max(ratios),
+         statistics.mean(serve) / statistics.mean(mine)))
 PY

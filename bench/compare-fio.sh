@@ -17,19 +17,21 @@
 # the backend supports --block-size), pora runs with its natural block and the table says so:
 # on a cold cache the kernel still reads one page per read.
 #
-# Environment: DURATION (seconds per run, default 10), METHODS (default
+# Environment: DURATION (seconds per run, default 10), PAIRS (fio/pora pairs per method and
+# depth, default 1; with more, the medians of pora/fio are printed too), METHODS (default
 # "pread direct mmap uring uring-direct"), DEPTHS (default "1 32 128"), PORA (the pora binary,
 # default target/release/pora of this repository), FIO (default fio), FIO_EXTRA (more fio flags).
 # Dependencies: bash, python3, fio.
 
 set -euo pipefail
 
-usage() { echo "usage: $0 FILE   (env: DURATION METHODS DEPTHS PORA FIO FIO_EXTRA)" >&2; exit 2; }
+usage() { echo "usage: $0 FILE   (env: DURATION PAIRS METHODS DEPTHS PORA FIO FIO_EXTRA)" >&2; exit 2; }
 [[ $# -eq 1 ]] || usage
 FILE=$1
 [[ -f $FILE ]] || { echo "compare-fio: $FILE is not a regular file" >&2; exit 2; }
 
 DURATION=${DURATION:-10}
+PAIRS=${PAIRS:-1}
 METHODS=${METHODS:-"pread direct mmap uring uring-direct"}
 DEPTHS=${DEPTHS:-"1 32 128"}
 FIO=${FIO:-fio}
@@ -127,6 +129,7 @@ echo "compare-fio: $FILE ($SIZE bytes read), bs=$BS, $DURATION s per run, cold, 
 [[ -w /proc/sys/vm/drop_caches ]] || echo "compare-fio: not root: page cache dropped per file only (fio invalidate=1, pora --cold)"
 ROWS=()
 pair=0
+for rep in $(seq "$PAIRS"); do
 for method in $METHODS; do
     if [[ -z $(fio_args "$method" 1) ]]; then
         echo "SKIP $method: no matching fio engine"; continue
@@ -149,9 +152,11 @@ for method in $METHODS; do
         ROWS+=("$method $depth $fio_iops $pora_iops $fio_cpu $pora_cpu $bs_note")
     done
 done
+done
 
 printf '%s\n' "${ROWS[@]}" | python3 -c '
-import sys
+import statistics, sys
+ratios = {}
 def num(s):
     try: return float(s)
     except ValueError: return None
@@ -164,4 +169,10 @@ for line in sys.stdin:
     fio, pora = num(f[2]), num(f[3])
     ratio = "{:.2f}".format(pora / fio) if fio and pora is not None else "?"
     print(row.format(f[0], f[1], f[2], f[3], ratio, f[4], f[5], f[6]))
+    if fio and pora is not None:
+        ratios.setdefault((f[0], f[1]), []).append(pora / fio)
+if any(len(r) > 1 for r in ratios.values()):
+    print("median pora/fio over the pairs:")
+    for (method, depth), r in ratios.items():
+        print("  {:<13} depth {:>4}: {:.2f}  ({})".format(method, depth, statistics.median(r), " ".join("{:.2f}".format(x) for x in r)))
 '

@@ -16,7 +16,7 @@ pub const MODULUS: [u64; 4] = [
 ];
 
 /// `-r^{-1} mod 2^64`, the Montgomery reduction factor.
-const INV: u64 = neg_inverse_mod_2_64(MODULUS[0]);
+pub(crate) const INV: u64 = neg_inverse_mod_2_64(MODULUS[0]);
 
 /// `R^2 mod r`, to bring a canonical integer into Montgomery form.
 const R2: [u64; 4] = r_squared();
@@ -24,8 +24,10 @@ const R2: [u64; 4] = r_squared();
 /// `R mod r`: the Montgomery form of 1.
 const R1: [u64; 4] = pow2_mod_r(256);
 
-/// One field element in Montgomery form, always `< r`.
+/// One field element in Montgomery form, always `< r`. `repr(transparent)`: the assembly in
+/// [`crate::adx`] reads `[Fr; 3]` as 12 contiguous limbs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(transparent)]
 pub struct Fr(pub(crate) [u64; 4]);
 
 const fn neg_inverse_mod_2_64(p0: u64) -> u64 {
@@ -179,6 +181,19 @@ impl Fr {
         Fr(mont_mul_inline(&self.0, &other.0))
     }
 
+    /// [`Fr::mul_mod`] with a branch for the final subtraction, as ark-ff does (the benchmark
+    /// compares the two).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn mul_mod_branchy(self, other: Fr) -> Fr {
+        let t = cios_unreduced(&self.0, &other.0);
+        Fr(if geq(&t, &MODULUS) {
+            sub_limbs(&t, &MODULUS)
+        } else {
+            t
+        })
+    }
+
     /// `self²` through the wide square (10 word products instead of 16) and one reduction.
     #[inline(always)]
     pub fn square(self) -> Fr {
@@ -244,6 +259,12 @@ fn reduce_once(s: [u64; 4]) -> [u64; 4] {
 /// straight-line code and the final subtraction is branch-free.
 #[inline(always)]
 fn mont_mul_inline(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
+    reduce_once(cios_unreduced(a, b))
+}
+
+/// The CIOS loop without the final subtraction: `a·b·R^{-1} mod r` plus possibly one r (`< 2r`).
+#[inline(always)]
+fn cios_unreduced(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
     let mut t = [0u64; 4];
     for &bi in b.iter() {
         let (t0, mut carry_a) = mac(t[0], a[0], bi, 0);
@@ -258,7 +279,14 @@ fn mont_mul_inline(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
         }
         t[3] = carry_a.wrapping_add(carry_m);
     }
-    reduce_once(t)
+    t
+}
+
+/// Whether the product `a·b` needs the final subtraction (tests use it to make sure their
+/// inputs exercise both outcomes).
+#[doc(hidden)]
+pub fn needs_final_subtraction(a: Fr, b: Fr) -> bool {
+    geq(&cios_unreduced(&a.0, &b.0), &MODULUS)
 }
 
 #[inline(always)]

@@ -85,7 +85,9 @@ fn main() {
         println!("{name:22} min {min:8.2}  all {r:.2?}");
     }
     let last = variants.len() - 1;
-    let ratio: Vec<f64> = (0..pairs).map(|p| results[0][p] / results[last][p]).collect();
+    let ratio: Vec<f64> = (0..pairs)
+        .map(|p| results[0][p] / results[last][p])
+        .collect();
     println!("reference / fast mask, per round: {ratio:.2?}");
     for threads in [1u64, 2] {
         let kvs_per_thread = 30;

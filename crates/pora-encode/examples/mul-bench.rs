@@ -49,19 +49,19 @@ fn measure<A: Arith>(arith: A) -> [f64; 5] {
     [mul, sq, dot, mul4, sq4]
 }
 
-/// The variants that lost or are only here for comparison: the portable multiply with a branchy
-/// final subtraction (as ark-ff), and the assembly square done as a multiply.
+/// The variants that lost or are only here for comparison: the portable multiply with a
+/// branch-free final subtraction (the earlier code), and the assembly square done as a multiply.
 fn alternatives() {
     let y = Fr::from_u64(11);
     let mut x = Fr::from_u64(7);
-    let branchy = ns_per_op(|| x = x.mul_mod_branchy(y));
+    let branch_free = ns_per_op(|| x = x.mul_mod_branch_free(y));
     let mut xs = [x, y, Fr::from_u64(3), Fr::from_u64(5)];
-    let branchy4 = ns_per_op(|| {
+    let branch_free4 = ns_per_op(|| {
         for x in xs.iter_mut() {
-            *x = x.mul_mod_branchy(y);
+            *x = x.mul_mod_branch_free(y);
         }
     }) / 4.0;
-    print!("  portable mul, branchy subtraction: {branchy:.2}, 4 chains {branchy4:.2}");
+    print!("  portable mul, branch-free subtraction: {branch_free:.2}, 4 chains {branch_free4:.2}");
     #[cfg(target_arch = "x86_64")]
     if let Some(adx) = pora_encode::adx::Adx::detect() {
         let sq = ns_per_op(|| x = adx.square_by_mul(x));

@@ -48,6 +48,8 @@ impl Adx {
 /// offset `$b` of `{b}`. Low halves go down the OF chain, high halves down the CF chain. `$zero`
 /// is cleared first to clear both flags: `T4` at the first product of a row (the top limb starts
 /// at zero there), otherwise the scratch `lo`.
+// One instruction per line: rustfmt would split every `concat!` piece onto its own line.
+#[rustfmt::skip]
 macro_rules! product_row {
     ($zero:literal, $a:literal, $b:literal, $t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
         concat!(
@@ -74,6 +76,8 @@ macro_rules! product_row {
 
 /// One Montgomery step: `m = T0·(-r^{-1})`, `T += m·r` (T0 becomes zero and is dropped: the
 /// caller rotates the register roles). Needs `{m}` = [`MONT`].
+// One instruction per line: rustfmt would split every `concat!` piece onto its own line.
+#[rustfmt::skip]
 macro_rules! reduce_row {
     ($t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
         concat!(
@@ -100,7 +104,10 @@ macro_rules! reduce_row {
 }
 
 /// `T = T - r if T >= r` for `T < 2r`, branch-free (the borrow of `T - r` picks with cmov);
-/// `$t4`, `lo`, `hi` and rdx are scratch.
+/// `$t4`, `lo`, `hi` and rdx are scratch. A branch instead measured within the noise here
+/// (docs/BENCHMARKS.md §10), so the select stays: no mispredictions, data-independent timing.
+// One instruction per line: rustfmt would split every `concat!` piece onto its own line.
+#[rustfmt::skip]
 macro_rules! final_subtract {
     ($t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
         concat!(
@@ -163,6 +170,8 @@ fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
 /// `P[i..i+4] += m·r` (low halves down CF, high halves down OF), then `{a}` (the input pointer,
 /// dead by now) carries the two chains' carries out of limb `i+4` into the next row. The modulus
 /// comes as immediates: no register is left for a pointer.
+// One instruction per line: rustfmt would split every `concat!` piece onto its own line.
+#[rustfmt::skip]
 macro_rules! square_reduce_row {
     ($p0:literal, $p1:literal, $p2:literal, $p3:literal, $p4:literal) => {
         concat!(
@@ -398,7 +407,12 @@ mod tests {
             Fr([0, 0, 0, 3 << 60]),
             Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
             Fr(top),
-            Fr([MODULUS[0] >> 1, MODULUS[1] >> 1, MODULUS[2] >> 1, MODULUS[3] >> 1]),
+            Fr([
+                MODULUS[0] >> 1,
+                MODULUS[1] >> 1,
+                MODULUS[2] >> 1,
+                MODULUS[3] >> 1,
+            ]),
         ]
     }
 
@@ -419,7 +433,7 @@ mod tests {
         assert_eq!(ark(adx.mul(x, y)), ark(x) * ark(y));
         assert_eq!(adx.square(x), p.square(x), "square {x:?}");
         assert_eq!(adx.square_by_mul(x), p.square(x));
-        assert_eq!(x.mul_mod_branchy(y), p.mul(x, y));
+        assert_eq!(x.mul_mod_branch_free(y), p.mul(x, y));
         let (a, b) = ([x, y, z], [z, x, y]);
         assert_eq!(adx.dot3(a, b), p.dot3(a, b), "dot3 {a:?} {b:?}");
         assert_eq!(

@@ -6,6 +6,9 @@
 //! Multiplication is CIOS with the "no final carry" shortcut, valid because the top limb of r is
 //! below `2^63 - 1` (the running value never needs a fifth limb). Every element stays canonical
 //! (`< r`), so equality is limb equality and serialisation needs no extra reduction.
+//!
+//! This is the portable implementation of the hot operations; on x86-64 CPUs with BMI2/ADX the
+//! mask code uses the bit-identical assembly in [`crate::adx`] instead (see [`crate::arith`]).
 
 /// The modulus r, little-endian limbs.
 pub const MODULUS: [u64; 4] = [
@@ -181,17 +184,11 @@ impl Fr {
         Fr(mont_mul_inline(&self.0, &other.0))
     }
 
-    /// [`Fr::mul_mod`] with a branch for the final subtraction, as ark-ff does (the benchmark
-    /// compares the two).
+    /// [`Fr::mul_mod`] with the branch-free final subtraction (the benchmark compares the two).
     #[doc(hidden)]
     #[inline(always)]
-    pub fn mul_mod_branchy(self, other: Fr) -> Fr {
-        let t = cios_unreduced(&self.0, &other.0);
-        Fr(if geq(&t, &MODULUS) {
-            sub_limbs(&t, &MODULUS)
-        } else {
-            t
-        })
+    pub fn mul_mod_branch_free(self, other: Fr) -> Fr {
+        Fr(reduce_once(cios_unreduced(&self.0, &other.0)))
     }
 
     /// `self²` through the wide square (10 word products instead of 16) and one reduction.
@@ -256,10 +253,17 @@ fn reduce_once(s: [u64; 4]) -> [u64; 4] {
 }
 
 /// The runtime multiply: same CIOS as [`mont_mul`], written with `mac` so the loops unroll into
-/// straight-line code and the final subtraction is branch-free.
+/// straight-line code. The final subtraction is a branch (as in ark-ff): it is needed for only
+/// ~5% of products, so the predicted branch keeps the compare-and-select off the dependency
+/// chain; it measured faster than the branch-free select (docs/BENCHMARKS.md §10).
 #[inline(always)]
 fn mont_mul_inline(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
-    reduce_once(cios_unreduced(a, b))
+    let t = cios_unreduced(a, b);
+    if geq(&t, &MODULUS) {
+        sub_limbs(&t, &MODULUS)
+    } else {
+        t
+    }
 }
 
 /// The CIOS loop without the final subtraction: `a·b·R^{-1} mod r` plus possibly one r (`< 2r`).

@@ -1,6 +1,7 @@
-//! CPU time per KV of the fast path (1, 2, 4, 8 interleaved lanes) and the reference path, measured
-//! interleaved in one run with per-thread CPU time (robust to other load on a shared machine), and
-//! the throughput of N threads. Run: `cargo run --release -p pora-encode --example encode-bench`.
+//! CPU time per KV of the fast path (portable multiply with 1, 2, 4 interleaved lanes; the
+//! MULX/ADX assembly multiply with 1 and 4 lanes) and the reference path, measured interleaved in
+//! one run with per-thread CPU time (robust to other load on a shared machine), and the
+//! throughput of N threads. Run: `cargo run --release -p pora-encode --example encode-bench`.
 
 use pora_encode::field::Fr;
 use pora_encode::mask::coefficients_with_lanes;
@@ -35,20 +36,35 @@ fn coeffs<const L: usize>(n: u64) {
     std::hint::black_box(&out);
 }
 
+/// The assembly multiply with `L` lanes (falls back to portable on a CPU without BMI2/ADX).
+fn coeffs_asm<const L: usize>(n: u64) {
+    let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(adx) = pora_encode::adx::Adx::detect() {
+        pora_encode::mask::coefficients_with::<L, _>(adx, &key(n), &mut out);
+        std::hint::black_box(&out);
+        return;
+    }
+    coefficients_with_lanes::<L>(&key(n), &mut out);
+    std::hint::black_box(&out);
+}
+
 fn main() {
     let pairs: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
     println!("CPU ms per KV (thread CPU time), {pairs} interleaved rounds");
-    let variants: [Variant; 6] = [
+    let variants: [Variant; 8] = [
         ("reference mask", 3, &|n| {
             std::hint::black_box(reference::mask(&key(n)));
         }),
-        ("fast coeffs L=1", 20, &coeffs::<1>),
-        ("fast coeffs L=2", 20, &coeffs::<2>),
-        ("fast coeffs L=4", 20, &coeffs::<4>),
-        ("fast coeffs dispatched", 20, &|n| {
+        ("portable coeffs L=1", 20, &coeffs::<1>),
+        ("portable coeffs L=2", 20, &coeffs::<2>),
+        ("portable coeffs L=4", 20, &coeffs::<4>),
+        ("asm coeffs L=1", 20, &coeffs_asm::<1>),
+        ("asm coeffs L=4", 20, &coeffs_asm::<4>),
+        ("coeffs dispatched", 20, &|n| {
             let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
             pora_encode::mask::coefficients_into(&key(n), &mut out);
             std::hint::black_box(&out);
@@ -68,7 +84,10 @@ fn main() {
         let min = r.iter().cloned().fold(f64::INFINITY, f64::min);
         println!("{name:22} min {min:8.2}  all {r:.2?}");
     }
-    let ratio: Vec<f64> = (0..pairs).map(|p| results[0][p] / results[5][p]).collect();
+    let last = variants.len() - 1;
+    let ratio: Vec<f64> = (0..pairs)
+        .map(|p| results[0][p] / results[last][p])
+        .collect();
     println!("reference / fast mask, per round: {ratio:.2?}");
     for threads in [1u64, 2] {
         let kvs_per_thread = 30;

@@ -6,6 +6,9 @@
 //! Multiplication is CIOS with the "no final carry" shortcut, valid because the top limb of r is
 //! below `2^63 - 1` (the running value never needs a fifth limb). Every element stays canonical
 //! (`< r`), so equality is limb equality and serialisation needs no extra reduction.
+//!
+//! This is the portable implementation of the hot operations; on x86-64 CPUs with BMI2/ADX the
+//! mask code uses the bit-identical assembly in [`crate::adx`] instead (see [`crate::arith`]).
 
 /// The modulus r, little-endian limbs.
 pub const MODULUS: [u64; 4] = [
@@ -16,7 +19,7 @@ pub const MODULUS: [u64; 4] = [
 ];
 
 /// `-r^{-1} mod 2^64`, the Montgomery reduction factor.
-const INV: u64 = neg_inverse_mod_2_64(MODULUS[0]);
+pub(crate) const INV: u64 = neg_inverse_mod_2_64(MODULUS[0]);
 
 /// `R^2 mod r`, to bring a canonical integer into Montgomery form.
 const R2: [u64; 4] = r_squared();
@@ -24,8 +27,10 @@ const R2: [u64; 4] = r_squared();
 /// `R mod r`: the Montgomery form of 1.
 const R1: [u64; 4] = pow2_mod_r(256);
 
-/// One field element in Montgomery form, always `< r`.
+/// One field element in Montgomery form, always `< r`. `repr(transparent)`: the assembly in
+/// [`crate::adx`] reads `[Fr; 3]` as 12 contiguous limbs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[repr(transparent)]
 pub struct Fr(pub(crate) [u64; 4]);
 
 const fn neg_inverse_mod_2_64(p0: u64) -> u64 {
@@ -179,6 +184,13 @@ impl Fr {
         Fr(mont_mul_inline(&self.0, &other.0))
     }
 
+    /// [`Fr::mul_mod`] with the branch-free final subtraction (the benchmark compares the two).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn mul_mod_branch_free(self, other: Fr) -> Fr {
+        Fr(reduce_once(cios_unreduced(&self.0, &other.0)))
+    }
+
     /// `self²` through the wide square (10 word products instead of 16) and one reduction.
     #[inline(always)]
     pub fn square(self) -> Fr {
@@ -241,9 +253,22 @@ fn reduce_once(s: [u64; 4]) -> [u64; 4] {
 }
 
 /// The runtime multiply: same CIOS as [`mont_mul`], written with `mac` so the loops unroll into
-/// straight-line code and the final subtraction is branch-free.
+/// straight-line code. The final subtraction is a branch (as in ark-ff): it is needed for only
+/// ~5% of products, so the predicted branch keeps the compare-and-select off the dependency
+/// chain; it measured faster than the branch-free select (docs/BENCHMARKS.md §10).
 #[inline(always)]
 fn mont_mul_inline(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
+    let t = cios_unreduced(a, b);
+    if geq(&t, &MODULUS) {
+        sub_limbs(&t, &MODULUS)
+    } else {
+        t
+    }
+}
+
+/// The CIOS loop without the final subtraction: `a·b·R^{-1} mod r` plus possibly one r (`< 2r`).
+#[inline(always)]
+fn cios_unreduced(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
     let mut t = [0u64; 4];
     for &bi in b.iter() {
         let (t0, mut carry_a) = mac(t[0], a[0], bi, 0);
@@ -258,7 +283,14 @@ fn mont_mul_inline(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
         }
         t[3] = carry_a.wrapping_add(carry_m);
     }
-    reduce_once(t)
+    t
+}
+
+/// Whether the product `a·b` needs the final subtraction (tests use it to make sure their
+/// inputs exercise both outcomes).
+#[doc(hidden)]
+pub fn needs_final_subtraction(a: Fr, b: Fr) -> bool {
+    geq(&cios_unreduced(&a.0, &b.0), &MODULUS)
 }
 
 #[inline(always)]

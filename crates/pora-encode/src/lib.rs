@@ -7,9 +7,14 @@
 //! - the fast path ([`mask`], [`mask_word`]): a hand-written 4-limb Montgomery field
 //!   ([`field`]), Poseidon with sparse partial rounds derived at start-up from the reference
 //!   constants ([`poseidon`]), several permutations interleaved, and an iterative NTT ([`ntt`]).
+//!   The multiplies go through [`arith::Arith`]: portable Rust everywhere, MULX/ADCX/ADOX
+//!   assembly on x86-64 CPUs that have it (`adx`), chosen once per mask at run time.
 //!
 //! No I/O: callers read and write the bytes.
 
+#[cfg(target_arch = "x86_64")]
+pub mod adx;
+pub mod arith;
 pub mod error;
 pub mod field;
 pub mod key;

@@ -2,6 +2,9 @@
 //! them into the 4096 mask words; one word alone is a Horner evaluation at ω^j (no NTT).
 //! Encoding and decoding are the same byte-wise XOR with the mask.
 
+#[cfg(target_arch = "x86_64")]
+use crate::adx::Adx;
+use crate::arith::{Arith, Portable};
 use crate::error::{Error, Result};
 use crate::field::Fr;
 use crate::ntt::{ntt_in_place, omega_pow};
@@ -11,11 +14,14 @@ use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
 /// Permutations run side by side per core (chosen by measurement, docs/BENCHMARKS.md).
 pub const LANES: usize = 4;
 
-/// The 4096 coefficients of the key's polynomial (fast path), with `L` permutations interleaved.
-/// Inlined into its callers so that [`coefficients_into`]'s BMI2/ADX copy is compiled with
-/// those instructions.
+/// The 4096 coefficients of the key's polynomial (fast path), `L` permutations interleaved,
+/// multiplying with `arith`. Inlined into its callers so each dispatch target gets its own copy.
 #[inline(always)]
-pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+pub fn coefficients_with<const L: usize, A: Arith>(
+    arith: A,
+    key: &[u8; 32],
+    out: &mut [Fr; WORDS_PER_KV],
+) {
     const { assert!(L > 0 && PERMUTATIONS_PER_KV / L * L == PERMUTATIONS_PER_KV) };
     let opt = optimized();
     let k = Fr::from_be_bytes_mod_order(key);
@@ -27,7 +33,7 @@ pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WO
             *s = [Fr::ZERO, a, next];
             a = next;
         }
-        permute_lanes(opt, &mut states);
+        permute_lanes(arith, opt, &mut states);
         for (pair, s) in group.chunks_exact_mut(2).zip(states.iter()) {
             pair[0] = s[0];
             pair[1] = s[1];
@@ -35,27 +41,35 @@ pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WO
     }
 }
 
+/// [`coefficients_with`] on the portable multiply (kept for the lane-count benchmark).
+pub fn coefficients_with_lanes<const L: usize>(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_with::<L, _>(Portable, key, out)
+}
+
 /// The coefficients, compiled for any CPU of the target (the fallback, and the only path off
 /// x86-64).
 pub fn coefficients_portable(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
-    coefficients_with_lanes::<LANES>(key, out)
+    coefficients_with::<LANES, _>(Portable, key, out)
 }
 
-/// The same code compiled with BMI2 (`mulx`: a multiply that leaves the flags alone, so the
-/// carry chains interleave with it) and ADX; the arithmetic is identical, so the output is
-/// bit-identical to [`coefficients_portable`].
+/// The coefficients on the MULX/ADCX/ADOX assembly multiply; the function is also compiled with
+/// BMI2/ADX so the Rust around the assembly may use them. Bit-identical to
+/// [`coefficients_portable`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2,adx")]
-unsafe fn coefficients_bmi2(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
-    coefficients_with_lanes::<LANES>(key, out)
+pub fn coefficients_adx(adx: Adx, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    #[target_feature(enable = "bmi2,adx")]
+    unsafe fn inner(adx: Adx, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+        coefficients_with::<LANES, _>(adx, key, out)
+    }
+    // SAFETY: an `Adx` token exists only when the CPU supports bmi2 and adx.
+    unsafe { inner(adx, key, out) }
 }
 
-/// The coefficients on the fastest code path this CPU runs (detected at run time).
+/// The coefficients on the fastest code path this CPU runs (detected once per call).
 pub fn coefficients_into(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("adx") {
-        // SAFETY: the CPU supports bmi2 and adx, checked just above.
-        unsafe { coefficients_bmi2(key, out) };
+    if let Some(adx) = Adx::detect() {
+        coefficients_adx(adx, key, out);
         return;
     }
     coefficients_portable(key, out)

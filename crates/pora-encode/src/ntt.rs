@@ -3,6 +3,7 @@
 //! log2(4096) = 12 stages of butterflies with twiddles from one table of ω^0..ω^2047. It is a few
 //! percent of a mask's cost, so it stays simple.
 
+use crate::arith::{Arith, Portable};
 use crate::field::Fr;
 use crate::{reference, WORDS_PER_KV};
 use ark_ff::PrimeField;
@@ -47,8 +48,19 @@ pub fn omega_pow(j: usize) -> Fr {
     result
 }
 
-/// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations.
+/// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations. Uses the
+/// fastest multiply this CPU runs.
 pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(adx) = crate::adx::Adx::detect() {
+        return ntt_in_place_with(adx, values);
+    }
+    ntt_in_place_with(Portable, values)
+}
+
+/// [`ntt_in_place`] multiplying with `arith`.
+#[inline(always)]
+pub fn ntt_in_place_with<A: Arith>(arith: A, values: &mut [Fr; WORDS_PER_KV]) {
     for i in 0..WORDS_PER_KV {
         let j = (i as u32).reverse_bits() >> (32 - LOG_N);
         let j = j as usize;
@@ -63,7 +75,7 @@ pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
         for block in values.chunks_exact_mut(2 * half) {
             let (lo, hi) = block.split_at_mut(half);
             for (k, (a, b)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                let t = b.mul_mod(tw[k * step]);
+                let t = arith.mul(*b, tw[k * step]);
                 *b = a.sub_mod(t);
                 *a = a.add_mod(t);
             }

@@ -13,6 +13,7 @@
 //! 3. **Interleaving.** [`permute_lanes`] runs `L` independent permutations round by round, so
 //!    the CPU overlaps their multiplication chains (one permutation is a long dependency chain).
 
+use crate::arith::{Arith, Portable};
 use crate::field::Fr;
 use crate::reference;
 use ark_bn254::Fr as ArkFr;
@@ -147,55 +148,75 @@ pub fn optimized() -> &'static Optimized {
 }
 
 #[inline(always)]
-fn mat_vec_fast(m: &[[Fr; 3]; 3], s: &[Fr; 3]) -> [Fr; 3] {
-    std::array::from_fn(|r| Fr::dot3(m[r], *s))
+fn mat_vec_fast<A: Arith>(arith: A, m: &[[Fr; 3]; 3], s: &[Fr; 3]) -> [Fr; 3] {
+    std::array::from_fn(|r| arith.dot3(m[r], *s))
 }
 
 #[inline(always)]
-fn full_round<const L: usize>(states: &mut [[Fr; 3]; L], c: &[Fr; 3], m: &[[Fr; 3]; 3]) {
+fn full_round<const L: usize, A: Arith>(
+    arith: A,
+    states: &mut [[Fr; 3]; L],
+    c: &[Fr; 3],
+    m: &[[Fr; 3]; 3],
+) {
     for s in states.iter_mut() {
         let x = [
-            s[0].add_mod(c[0]).pow5(),
-            s[1].add_mod(c[1]).pow5(),
-            s[2].add_mod(c[2]).pow5(),
+            arith.pow5(s[0].add_mod(c[0])),
+            arith.pow5(s[1].add_mod(c[1])),
+            arith.pow5(s[2].add_mod(c[2])),
         ];
-        *s = mat_vec_fast(m, &x);
+        *s = mat_vec_fast(arith, m, &x);
     }
 }
 
 #[inline(always)]
-fn partial_round<const L: usize>(states: &mut [[Fr; 3]; L], c: Fr, m: &Sparse) {
+fn partial_round<const L: usize, A: Arith>(arith: A, states: &mut [[Fr; 3]; L], c: Fr, m: &Sparse) {
     for s in states.iter_mut() {
-        let x0 = s[0].add_mod(c).pow5();
-        let out0 = Fr::dot3([m.m00, m.v_hat[0], m.v_hat[1]], [x0, s[1], s[2]]);
-        s[1] = m.w[0].mul_mod(x0).add_mod(s[1]);
-        s[2] = m.w[1].mul_mod(x0).add_mod(s[2]);
+        let x0 = arith.pow5(s[0].add_mod(c));
+        let out0 = arith.dot3([m.m00, m.v_hat[0], m.v_hat[1]], [x0, s[1], s[2]]);
+        s[1] = arith.mul(m.w[0], x0).add_mod(s[1]);
+        s[2] = arith.mul(m.w[1], x0).add_mod(s[2]);
         s[0] = out0;
     }
 }
 
-/// `L` independent permutations, interleaved round by round.
+/// `L` independent permutations, interleaved round by round, multiplying with `arith`.
 #[inline(always)]
-pub fn permute_lanes<const L: usize>(opt: &Optimized, states: &mut [[Fr; 3]; L]) {
+pub fn permute_lanes<const L: usize, A: Arith>(
+    arith: A,
+    opt: &Optimized,
+    states: &mut [[Fr; 3]; L],
+) {
     for r in 0..HALF_FULL - 1 {
-        full_round(states, &opt.full_constants[r], &opt.mds);
+        full_round(arith, states, &opt.full_constants[r], &opt.mds);
     }
     full_round(
+        arith,
         states,
         &opt.full_constants[HALF_FULL - 1],
         &opt.pre_partial_mds,
     );
     for i in 0..PARTIAL {
-        partial_round(states, opt.partial_constants[i], &opt.sparse[i]);
+        partial_round(arith, states, opt.partial_constants[i], &opt.sparse[i]);
     }
     for r in HALF_FULL..2 * HALF_FULL {
-        full_round(states, &opt.full_constants[r], &opt.mds);
+        full_round(arith, states, &opt.full_constants[r], &opt.mds);
     }
 }
 
-/// One permutation (convenience; the mask code uses [`permute_lanes`]).
-pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
+/// One permutation with the given multiply (tests compare the implementations).
+pub fn permute_with<A: Arith>(arith: A, state: [Fr; 3]) -> [Fr; 3] {
     let mut lanes = [state];
-    permute_lanes(optimized(), &mut lanes);
+    permute_lanes(arith, optimized(), &mut lanes);
     lanes[0]
+}
+
+/// One permutation (convenience; the mask code uses [`permute_lanes`]), on the fastest multiply
+/// this CPU runs.
+pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(adx) = crate::adx::Adx::detect() {
+        return permute_with(adx, state);
+    }
+    permute_with(Portable, state)
 }

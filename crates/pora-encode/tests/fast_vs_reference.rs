@@ -1,6 +1,7 @@
 //! Property tests: the fast path equals the reference path for random keys (most random 256-bit
 //! keys are >= r, so the reduction is exercised) and for keys just below r, where k+i+1 wraps
-//! past r inside the KV; random permutation states agree; decode(encode(x)) == x.
+//! past r inside the KV; random permutation states agree on every multiply implementation (the
+//! portable one and, where the CPU has BMI2/ADX, the assembly); decode(encode(x)) == x.
 
 use pora_encode::field::{Fr, MODULUS};
 use pora_encode::{decode, encode, mask, mask_word, poseidon, reference, MASK_BYTES};
@@ -65,6 +66,42 @@ proptest! {
         let fast = poseidon::permute(state).map(|x| x.to_be_bytes());
         let slow = reference::permute(state.map(ark)).map(|x| reference::to_be_bytes(&x));
         prop_assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn permutation_equals_reference_on_every_arith(a in any::<[u8; 32]>(), b in any::<[u8; 32]>()) {
+        use pora_encode::arith::Portable;
+        let state = [a, b, a].map(|x| Fr::from_be_bytes_mod_order(&x));
+        let slow = reference::permute(state.map(ark)).map(|x| reference::to_be_bytes(&x));
+        let portable = poseidon::permute_with(Portable, state).map(|x| x.to_be_bytes());
+        prop_assert_eq!(portable, slow);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(adx) = pora_encode::adx::Adx::detect() {
+            let fast = poseidon::permute_with(adx, state).map(|x| x.to_be_bytes());
+            prop_assert_eq!(fast, slow);
+        }
+    }
+
+    /// Inputs given as 256-bit integers near 2^254 and 2^256 (reduced on the way in), through
+    /// every multiply implementation.
+    #[test]
+    fn arith_matches_ark_near_the_top(x in any::<[u8; 32]>(), top in 0u8..4, y in any::<[u8; 32]>()) {
+        use pora_encode::arith::{Arith, Portable};
+        let mut near = x;
+        near[0] = if top == 0 { 0x3f } else { 0xff - top }; // just under 2^254, or near 2^256
+        near[1] |= 0xf0;
+        let (a, b) = (Fr::from_be_bytes_mod_order(&near), Fr::from_be_bytes_mod_order(&y));
+        let want = ark(a) * ark(b);
+        prop_assert_eq!(ark(Portable.mul(a, b)), want);
+        prop_assert_eq!(ark(Portable.square(a)), ark(a) * ark(a));
+        let dot = Portable.dot3([a, b, a], [a, a, b]);
+        prop_assert_eq!(ark(dot), ark(a) * ark(a) + ark(b) * ark(a) + ark(a) * ark(b));
+        #[cfg(target_arch = "x86_64")]
+        if let Some(adx) = pora_encode::adx::Adx::detect() {
+            prop_assert_eq!(adx.mul(a, b), Portable.mul(a, b));
+            prop_assert_eq!(adx.square(a), Portable.square(a));
+            prop_assert_eq!(adx.dot3([a, b, a], [a, a, b]), dot);
+        }
     }
 
     #[test]

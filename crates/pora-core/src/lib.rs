@@ -11,6 +11,8 @@ pub mod hex;
 pub mod keccak;
 pub mod sampling;
 pub mod shard;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 
 pub use difficulty::{expected_diff, required_diff, DiffParams};
 pub use error::{Error, Result};

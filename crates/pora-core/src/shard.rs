@@ -265,7 +265,7 @@ fn infer_geometry(start: u64, end: u64, kv_size: u64, kv_size_bits: u32) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::Header;
+    use crate::testing::data_file as file;
 
     #[test]
     fn byte_len_of_a_regular_file_is_its_length() {
@@ -275,25 +275,6 @@ mod tests {
         let mut tmp = tempfile::tempfile().unwrap();
         tmp.write_all(&[7u8; 5000]).unwrap();
         assert_eq!(byte_len(&mut tmp).unwrap(), 5000);
-    }
-
-    fn file(name: &str, start: u64, len: u64) -> DataFile {
-        let header = Header {
-            version: 1,
-            chunk_idx_start: start,
-            chunk_idx_len: len,
-            encode_type: EncodeType::None,
-            max_kv_size: 1 << 17,
-            chunk_size: 1 << 17,
-            meta_size: 32,
-            miner: Address([1; 20]),
-            status: 0,
-        };
-        DataFile {
-            path: name.into(),
-            file_len: header.allocated_len().unwrap(),
-            header,
-        }
     }
 
     #[test]

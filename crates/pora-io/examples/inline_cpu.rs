@@ -8,7 +8,7 @@
 
 #[cfg(unix)]
 fn main() {
-    use pora_io::{IoConfig, Method, Read};
+    use pora_io::{IoConfig, Method, SampleRead};
     use std::time::{Duration, Instant};
 
     const FILE_BYTES: u64 = 64 << 20;
@@ -45,7 +45,7 @@ fn main() {
             state ^= state >> 7;
             state ^= state << 17;
             let offset = (state % (FILE_BYTES / 32 - 1)) * 32;
-            let read = Read {
+            let read = SampleRead {
                 tag: 0,
                 file: 0,
                 offset,

@@ -1,16 +1,16 @@
-//! Alignment math shared by the block-reading methods (`direct`, `uring-direct`, and every method
-//! given `--block-size`): which byte range to read around a 32-byte sample, how big a worker's
-//! buffer must be, and an aligned buffer that is allocated once and never per read.
+//! Alignment math shared by every block-reading method on every OS (`direct`, `uring-direct`,
+//! `iocp-unbuffered`, and any method given `--block-size`): which byte range to read around a
+//! 32-byte sample, how big a worker's buffer must be, which read units a method accepts, the
+//! sector rules unbuffered reads must keep, and aligned memory that is allocated once per worker
+//! and never per read.
 //!
-//! All functions here are pure so they can be table-tested (`tests/alignment.rs`).
+//! The functions are pure so they can be table-tested (`tests/alignment.rs`, and the Windows
+//! engine's tests in `overlapped_engine/tests.rs`, which run on every OS). The sector size a
+//! device reports is a host fact: [`crate::host::sector_size`].
 
 use crate::{BlockSize, IoError, SAMPLE_LEN};
 use std::alloc::Layout;
 use std::ptr::NonNull;
-
-/// Logical block size assumed when the device cannot be asked (the largest common one, so reads
-/// aligned to it are aligned for 512-byte devices too).
-pub const FALLBACK_LOGICAL_BLOCK_BYTES: u32 = 4096;
 
 /// Largest `--block-size` accepted: one read never moves more than this.
 pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
@@ -53,11 +53,22 @@ pub fn block_range(offset: u64, block: u32) -> Option<BlockRange> {
     })
 }
 
-/// Most bytes one read can move for blocks of `block` bytes, the size of one read buffer: two
-/// blocks, because a sample at an arbitrary offset may straddle a block boundary (a 32-byte
-/// sample never spans more than two blocks of at least 32 bytes, which `read_unit` enforces).
+/// Most bytes one read can move for blocks of `block` bytes (non-zero), the size of one read
+/// buffer: the whole blocks a sample needs when it starts one byte into a block. That is two
+/// blocks for blocks of at least 32 bytes (a sample may straddle a boundary), and just the sample
+/// for 1-byte "blocks" (reading exactly the sample).
 pub fn max_span(block: u32) -> usize {
-    2 * block as usize
+    let block = (block as usize).max(1);
+    (SAMPLE_LEN + block - 1).div_ceil(block) * block
+}
+
+/// How a factory's one-line description names its read unit (`what`: "reads", or "copies" for
+/// mapped methods): `None` moves exactly the 32-byte sample.
+pub(crate) fn describe_read_unit(unit: Option<u32>, what: &str) -> String {
+    match unit {
+        None => format!("{SAMPLE_LEN}-byte {what}"),
+        Some(unit) => format!("{unit}-byte aligned block {what}"),
+    }
 }
 
 /// The unit one read moves for a block method: the device's logical block for
@@ -83,6 +94,108 @@ pub fn read_unit(block_size: BlockSize, logical_block: Option<u32>) -> Result<u3
         }
     }
     Ok(unit)
+}
+
+/// The read unit of the Windows methods, which need a power of two: the sample itself (1: no
+/// rounding) for natural buffered reads, one sector for natural unbuffered reads; `--block-size
+/// n` reads the `n`-aligned block(s) around the sample and must be a power of two from 32 bytes
+/// to [`MAX_BLOCK_BYTES`] and, unbuffered, a multiple of the sector size.
+// Windows methods only; elsewhere used by the overlapped engine's tests.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn power_of_two_read_unit(
+    block: BlockSize,
+    sector: Option<u32>,
+) -> Result<u32, IoError> {
+    let n = match (block, sector) {
+        (BlockSize::Natural, None) => return Ok(1),
+        (BlockSize::Natural, Some(sector)) => return Ok(sector),
+        (BlockSize::Bytes(n), _) => n,
+    };
+    if !n.is_power_of_two() || !(SAMPLE_LEN as u32..=MAX_BLOCK_BYTES).contains(&n) {
+        return Err(IoError::Config(format!(
+            "--block-size {n}: must be a power of two from {SAMPLE_LEN} to {MAX_BLOCK_BYTES} bytes"
+        )));
+    }
+    match sector {
+        Some(sector) if n % sector != 0 => Err(IoError::Config(format!(
+            "--block-size {n}: unbuffered reads need a multiple of the volume's {sector}-byte sector"
+        ))),
+        _ => Ok(n),
+    }
+}
+
+/// A validated power-of-two read unit and the ranges it reads: what the Windows methods carry.
+// Windows methods only; elsewhere used by the overlapped engine's tests.
+#[cfg_attr(not(windows), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpanPlan {
+    unit: u32,
+}
+
+#[cfg_attr(not(windows), allow(dead_code))]
+impl SpanPlan {
+    /// A plan reading whole `unit`-byte blocks; `unit` must be a power of two up to
+    /// [`MAX_BLOCK_BYTES`] (1 reads exactly the sample).
+    pub(crate) fn new(unit: u32) -> Result<SpanPlan, IoError> {
+        if !unit.is_power_of_two() || unit > MAX_BLOCK_BYTES {
+            return Err(IoError::Config(format!(
+                "read unit {unit} bytes: must be a power of two up to {MAX_BLOCK_BYTES}"
+            )));
+        }
+        Ok(SpanPlan { unit })
+    }
+
+    pub(crate) fn unit(self) -> u32 {
+        self.unit
+    }
+
+    /// The largest range any sample can need ([`max_span`]): the per-slot buffer size.
+    pub(crate) fn max_span_len(self) -> u32 {
+        max_span(self.unit) as u32
+    }
+
+    /// The range that holds the sample at `offset` ([`block_range`]); `None` when it would pass
+    /// `u64::MAX`.
+    pub(crate) fn span(self, offset: u64) -> Option<BlockRange> {
+        block_range(offset, self.unit)
+    }
+}
+
+/// Why an unbuffered read would break the sector rules (pora checks this itself: Wine, and some
+/// Windows file systems, do not reject misaligned unbuffered reads).
+// Windows methods only; elsewhere used by the overlapped engine's tests.
+#[cfg_attr(not(windows), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Misaligned {
+    #[error("offset {0} is not a multiple of the sector size")]
+    Offset(u64),
+    #[error("length {0} is not a multiple of the sector size")]
+    Length(u32),
+    #[error("buffer address {0:#x} is not a multiple of the sector size")]
+    Buffer(usize),
+}
+
+/// Checks the unbuffered-read rules (`FILE_FLAG_NO_BUFFERING`, O_DIRECT): file offset, length and
+/// buffer address are all multiples of the sector size (a power of two).
+// Windows methods only; elsewhere used by the overlapped engine's tests.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) fn check_sector_alignment(
+    range: BlockRange,
+    buffer_addr: usize,
+    sector: u32,
+) -> Result<(), Misaligned> {
+    debug_assert!(sector.is_power_of_two());
+    let mask = u64::from(sector) - 1;
+    if range.start & mask != 0 {
+        return Err(Misaligned::Offset(range.start));
+    }
+    if u64::from(range.len) & mask != 0 || range.len == 0 {
+        return Err(Misaligned::Length(range.len));
+    }
+    if buffer_addr as u64 & mask != 0 {
+        return Err(Misaligned::Buffer(buffer_addr));
+    }
+    Ok(())
 }
 
 /// A zeroed heap buffer aligned to `align` bytes, allocated once per worker.
@@ -140,6 +253,68 @@ impl Drop for AlignedBuf {
     fn drop(&mut self) {
         // SAFETY: ptr was allocated by alloc_zeroed with exactly this layout.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// One allocation holding `slots` buffers of `slot_len` bytes, each starting at a multiple of
+/// `align`: allocated once per worker, never moved, freed on drop. The OS writes into a slot only
+/// while its owning worker has a read pending there.
+// Windows methods only; elsewhere used by the overlapped engine's tests.
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(crate) struct AlignedSlab {
+    buf: AlignedBuf,
+    slot_len: usize,
+    slots: usize,
+}
+
+#[cfg_attr(not(windows), allow(dead_code))]
+impl AlignedSlab {
+    /// `slot_len` is rounded up to a multiple of `align` (a power of two) so every slot is aligned.
+    pub(crate) fn new(slots: usize, slot_len: usize, align: usize) -> Result<AlignedSlab, IoError> {
+        let bad = || {
+            IoError::Config(format!(
+                "cannot allocate {slots} buffers of {slot_len} bytes aligned to {align}"
+            ))
+        };
+        if slots == 0 || slot_len == 0 || !align.is_power_of_two() {
+            return Err(bad());
+        }
+        let slot_len = slot_len.checked_next_multiple_of(align).ok_or_else(bad)?;
+        let size = slot_len.checked_mul(slots).ok_or_else(bad)?;
+        let buf = AlignedBuf::new(size, align).map_err(|_| bad())?;
+        Ok(AlignedSlab {
+            buf,
+            slot_len,
+            slots,
+        })
+    }
+
+    pub(crate) fn slot_len(&self) -> usize {
+        self.slot_len
+    }
+
+    /// Start of slot `slot`'s buffer; the OS writes here while a read is pending.
+    pub(crate) fn slot_ptr(&self, slot: usize) -> *mut u8 {
+        assert!(slot < self.slots, "slot {slot} of {}", self.slots);
+        // SAFETY: slot < slots, so the offset stays inside the allocation. The pointer comes from
+        // the allocation's own mutable pointer, so writing through it is allowed while no
+        // reference to the slot's bytes is alive (the engine's rule: only while a read is pending).
+        unsafe { self.buf.ptr.as_ptr().add(slot * self.slot_len) }
+    }
+
+    /// The first `len` bytes of slot `slot`. Only called when no read into it is pending.
+    pub(crate) fn slot_bytes(&self, slot: usize, len: usize) -> &[u8] {
+        assert!(len <= self.slot_len);
+        // SAFETY: in bounds (checked above); no OS write is pending on this slot, so nothing
+        // mutates these bytes while the shared borrow of `self` lives.
+        unsafe { std::slice::from_raw_parts(self.slot_ptr(slot), len) }
+    }
+
+    /// Mutable view of a slot, for fakes that play the OS in tests.
+    #[cfg(test)]
+    pub(crate) fn slot_bytes_mut(&mut self, slot: usize) -> &mut [u8] {
+        // SAFETY: in bounds; `&mut self` guarantees no other borrow exists.
+        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), self.slot_len) }
     }
 }
 

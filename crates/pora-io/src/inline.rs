@@ -15,7 +15,7 @@
 //! that bound is the OS's.
 
 use crate::{
-    Backend, CancelOutcome, Completion, IoError, Method, QueueFull, Read, ReadError, Sample,
+    Backend, CancelOutcome, Completion, IoError, Method, QueueFull, ReadError, Sample, SampleRead,
 };
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -29,9 +29,9 @@ pub(crate) trait InlineReader: Send {
     fn method(&self) -> Method;
     /// Called once per `submit` with the reads submitted by it, before any of them is performed
     /// (periodic length checks, prefetching).
-    fn before_batch(&mut self, _batch: &[Read]) {}
+    fn before_batch(&mut self, _batch: &[SampleRead]) {}
     /// Reads one sample; EINTR/EAGAIN are retried inside.
-    fn read(&mut self, read: &Read) -> Result<Sample, ReadError>;
+    fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError>;
 }
 
 /// A [`Backend`] whose reads are performed by `submit` (within its budget) and `reap` (within
@@ -61,7 +61,7 @@ impl<R: InlineReader> Backend for InlineBackend<R> {
     fn in_flight(&self) -> usize {
         self.queue.in_flight()
     }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         self.queue.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
@@ -108,7 +108,7 @@ impl<R: InlineReader> Backend for InlineBackend<R> {
 /// finished completions of one synchronous worker. `pending` is compacted after every batch, so
 /// it never holds more than `capacity` reads and never reallocates.
 struct InlineQueue {
-    pending: Vec<Read>,
+    pending: Vec<SampleRead>,
     next: usize,
     submitted: usize,
     done: VecDeque<Completion>,
@@ -135,7 +135,7 @@ impl InlineQueue {
         self.submitted - self.next
     }
 
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         if self.in_flight() >= self.capacity {
             return Err(QueueFull);
         }
@@ -144,7 +144,7 @@ impl InlineQueue {
     }
 
     /// Marks every pushed read submitted; returns the newly submitted ones.
-    fn mark_submitted(&mut self) -> &[Read] {
+    fn mark_submitted(&mut self) -> &[SampleRead] {
         let fresh = self.submitted;
         self.submitted = self.pending.len();
         &self.pending[fresh..]
@@ -155,7 +155,7 @@ impl InlineQueue {
     /// read is performed).
     fn perform(
         &mut self,
-        mut read_one: impl FnMut(&Read) -> Result<Sample, ReadError>,
+        mut read_one: impl FnMut(&SampleRead) -> Result<Sample, ReadError>,
         want: usize,
         mut stop: impl FnMut() -> bool,
     ) {
@@ -250,7 +250,7 @@ mod tests {
         fn method(&self) -> Method {
             Method::Sim
         }
-        fn read(&mut self, read: &Read) -> Result<Sample, ReadError> {
+        fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError> {
             self.reads += 1;
             std::thread::sleep(self.latency);
             if read.offset == u64::MAX {
@@ -276,7 +276,7 @@ mod tests {
 
     fn push_all(b: &mut InlineBackend<SlowReader>, n: u32) {
         for tag in 0..n {
-            b.push(Read {
+            b.push(SampleRead {
                 tag,
                 file: 0,
                 offset: u64::from(tag),
@@ -342,7 +342,7 @@ mod tests {
         let mut b = slow_backend(0, 8);
         push_all(&mut b, 8);
         assert_eq!(
-            b.push(Read {
+            b.push(SampleRead {
                 tag: 99,
                 file: 0,
                 offset: 0
@@ -355,7 +355,7 @@ mod tests {
         assert!(out.len() >= 3);
         let first = out.len() as u32;
         for tag in 100..100 + first {
-            b.push(Read {
+            b.push(SampleRead {
                 tag,
                 file: 0,
                 offset: u64::from(tag),

@@ -2,7 +2,7 @@
 //! only crate in pora with OS-specific code.
 //!
 //! The contract follows fio's queue / commit / reap and TigerBeetle's I/O layer:
-//! - the caller [`Backend::push`]es reads tagged with its own slot id, [`Backend::submit`]s
+//! - the caller [`Backend::push`]es [`SampleRead`]s tagged with its own id, [`Backend::submit`]s
 //!   them, and [`Backend::reap`]s completions, passing the deadline to the wait;
 //! - buffers are owned by the backend, allocated once when the worker is created and aligned as
 //!   the method needs; nothing is allocated per read;
@@ -19,13 +19,17 @@
 //! backend whose reads the OS still holds after that (a dead or hung device) is leaked, ring or
 //! port and buffers together, instead of freed under the kernel's feet: [`leaked_backends`]
 //! counts them.
+//!
+//! The facts about the machine that the methods and the measurements need (block device, file
+//! system, sector size, page cache, device counters, memory, CPU time) each have one home in
+//! [`host`]; [`probe`] assembles doctor's report from them.
 
 pub mod align;
 mod error;
 mod inline;
 mod leak;
 mod method;
-mod overlapped_logic;
+mod overlapped_engine;
 mod positional;
 pub mod sim;
 
@@ -36,9 +40,11 @@ pub mod uring;
 #[cfg(windows)]
 pub mod windows;
 
-pub mod cpu_time;
-pub mod device;
+pub mod host;
 pub mod probe;
+
+/// Process and thread CPU time, at the path callers have always used.
+pub use host::cpu_time;
 
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use leak::{leaked_backends, TEARDOWN_WAIT};
@@ -57,14 +63,15 @@ pub type Sample = [u8; SAMPLE_LEN];
 /// One read request: the 32 bytes at `offset` of file number `file` (an index into the paths the
 /// factory was opened with). The backend may move a larger aligned block to get them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Read {
-    /// The caller's slot id; returned unchanged in the completion.
+pub struct SampleRead {
+    /// The caller's id for this read (the miner's chain index); returned unchanged in the
+    /// completion.
     pub tag: u32,
     pub file: u32,
     pub offset: u64,
 }
 
-/// The outcome of one [`Read`].
+/// The outcome of one [`SampleRead`].
 #[derive(Clone, Debug)]
 pub struct Completion {
     pub tag: u32,
@@ -107,7 +114,7 @@ pub trait Backend: Send {
     fn in_flight(&self) -> usize;
 
     /// Queues one read. Nothing reaches the OS until [`Backend::submit`].
-    fn push(&mut self, read: Read) -> Result<(), QueueFull>;
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull>;
 
     /// Hands every queued read to the OS; synchronous methods perform them here.
     fn submit(&mut self) -> Result<(), IoError>;
@@ -186,7 +193,7 @@ pub fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFacto
 pub fn read_one(backend: &mut dyn Backend, file: u32, offset: u64) -> Result<Sample, IoError> {
     debug_assert_eq!(backend.in_flight(), 0, "read_one needs an idle backend");
     backend
-        .push(Read {
+        .push(SampleRead {
             tag: 0,
             file,
             offset,

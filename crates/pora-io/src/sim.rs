@@ -30,8 +30,8 @@
 use crate::inline::{InlineBackend, InlineReader};
 use crate::leak::note_leaked_backend;
 use crate::{
-    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull, Read,
-    ReadError, ReadErrorKind, Sample, SAMPLE_LEN, TEARDOWN_WAIT,
+    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull,
+    ReadError, ReadErrorKind, Sample, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -216,7 +216,7 @@ impl BackendFactory for SimFactory {
         }
         Ok(Box::new(SimBackend {
             device,
-            slots: vec![Slot::default(); depth],
+            slots: vec![InFlightRead::default(); depth],
             free: (0..depth as u32).rev().collect(),
             queued: Vec::with_capacity(depth),
             due: BinaryHeap::with_capacity(depth),
@@ -238,15 +238,15 @@ struct Device {
 
 /// One read's storage, reused: its latency until submitted, then its result until reaped.
 #[derive(Clone, Default)]
-struct Slot {
-    read: Option<Read>,
+struct InFlightRead {
+    read: Option<SampleRead>,
     latency: Duration,
     result: Option<Result<Sample, ReadError>>,
 }
 
 struct SimBackend {
     device: Device,
-    slots: Vec<Slot>,
+    slots: Vec<InFlightRead>,
     /// Unused slot numbers.
     free: Vec<u32>,
     /// Pushed, not yet submitted (slot numbers, push order).
@@ -280,7 +280,7 @@ impl Device {
     }
 
     /// The injected fault for `read`, drawn in push order (so it is deterministic).
-    fn draw_fault(&mut self, read: &Read) -> Option<ReadErrorKind> {
+    fn draw_fault(&mut self, read: &SampleRead) -> Option<ReadErrorKind> {
         let end = read.offset.saturating_add(SAMPLE_LEN as u64);
         let fault =
             self.config.faults.iter().find(|f| {
@@ -322,7 +322,7 @@ impl Device {
 
     /// The injected fault (counted) or the file error for `read`, if any; `None` means the read
     /// returns the file's bytes.
-    fn planned_error(&mut self, read: &Read) -> Option<ReadError> {
+    fn planned_error(&mut self, read: &SampleRead) -> Option<ReadError> {
         let fault = self.draw_fault(read);
         let kind = match (fault, self.files.get(read.file as usize)) {
             (Some(kind), _) => {
@@ -343,7 +343,7 @@ impl Device {
         })
     }
 
-    fn read_bytes(&self, read: &Read) -> Result<Sample, ReadError> {
+    fn read_bytes(&self, read: &SampleRead) -> Result<Sample, ReadError> {
         crate::positional::read_sample(&self.files[read.file as usize], read.file, read.offset)
     }
 }
@@ -357,7 +357,7 @@ impl InlineReader for SyncReader {
     fn method(&self) -> Method {
         Method::Sim
     }
-    fn read(&mut self, read: &Read) -> Result<Sample, ReadError> {
+    fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError> {
         let latency = self.device.draw_latency();
         let planned = self.device.planned_error(read);
         self.device
@@ -403,12 +403,12 @@ impl Backend for SimBackend {
         self.slots.len() - self.free.len()
     }
 
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         let slot_no = self.free.pop().ok_or(QueueFull)?;
         let latency = self.device.draw_latency();
         // The bytes are read at submit time, like a real device.
         let result = self.device.planned_error(&read).map(Err);
-        self.slots[slot_no as usize] = Slot {
+        self.slots[slot_no as usize] = InFlightRead {
             read: Some(read),
             latency,
             result,
@@ -506,7 +506,7 @@ impl Backend for SimBackend {
         let give_up = Instant::now() + within;
         let before = self.in_flight();
         for slot_no in self.queued.drain(..) {
-            self.slots[slot_no as usize] = Slot::default();
+            self.slots[slot_no as usize] = InFlightRead::default();
             self.free.push(slot_no);
         }
         loop {
@@ -516,7 +516,7 @@ impl Backend for SimBackend {
                     break;
                 }
                 self.due.pop();
-                self.slots[slot_no as usize] = Slot::default();
+                self.slots[slot_no as usize] = InFlightRead::default();
                 self.free.push(slot_no);
             }
             match self.due.peek() {
@@ -595,7 +595,7 @@ mod tests {
             };
             let mut b = open_sim(&f, sim).worker(64).unwrap();
             for tag in 0..64u32 {
-                b.push(Read {
+                b.push(SampleRead {
                     tag,
                     file: 0,
                     offset: u64::from(tag) * 100,
@@ -603,7 +603,7 @@ mod tests {
                 .unwrap();
             }
             assert_eq!(
-                b.push(Read {
+                b.push(SampleRead {
                     tag: 99,
                     file: 0,
                     offset: 0
@@ -630,7 +630,7 @@ mod tests {
 
     fn push_n(b: &mut dyn Backend, n: u32) {
         for tag in 0..n {
-            b.push(Read {
+            b.push(SampleRead {
                 tag,
                 file: 0,
                 offset: u64::from(tag) * 64,
@@ -789,7 +789,7 @@ mod tests {
         };
         let mut b = open_sim(&f, sim).worker(4).unwrap();
         for (tag, offset) in [(0, 990), (1, 1001), (2, 2000), (3, 5000)] {
-            b.push(Read {
+            b.push(SampleRead {
                 tag,
                 file: 0,
                 offset,

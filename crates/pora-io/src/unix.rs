@@ -5,28 +5,26 @@
 //! The three positional-read methods share one backend: they differ only in how the files are
 //! opened and in the unit one read moves (the 32-byte sample, or an aligned block).
 
-mod blockdev;
 mod mmap;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod sigbus;
 
-pub use blockdev::{logical_block_size, LogicalBlock};
 pub use mmap::LENGTH_CHECK_READS as MMAP_LENGTH_CHECK_READS;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 pub use sigbus::faults_contained as mmap_faults_contained;
 
 use crate::align::{self, AlignedBuf};
+use crate::host::file_system::fs_type_of_file;
+use crate::host::sector_size::logical_block_size;
 use crate::inline::{InlineBackend, InlineReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
-    Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
+    Sample, SampleRead, SAMPLE_LEN,
 };
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-pub(crate) use blockdev::open_direct;
 
 /// Opens `path` read-only; `O_DIRECT` when `direct`.
 pub(crate) fn open_read_only(path: &Path, direct: bool) -> Result<File, IoError> {
@@ -53,6 +51,27 @@ pub(crate) fn open_read_only(path: &Path, direct: bool) -> Result<File, IoError>
     #[cfg(target_os = "linux")]
     advise_random(&file);
     Ok(file)
+}
+
+/// Opens `path` read-only with O_DIRECT. A file system that refuses O_DIRECT (EINVAL) gives
+/// `IoError::Unavailable` naming the file system.
+pub(crate) fn open_direct(path: &Path, method: &'static str) -> Result<File, IoError> {
+    match open_read_only(path, true) {
+        Err(IoError::Open { source, .. }) if source.raw_os_error() == Some(libc::EINVAL) => {
+            let fs = open_read_only(path, false)
+                .map(|f| fs_type_of_file(&f))
+                .unwrap_or_else(|_| "unknown".into());
+            Err(IoError::Unavailable {
+                method,
+                reason: format!(
+                    "{}: the {fs} file system does not support O_DIRECT (open returned EINVAL); \
+                     put the file on a disk-backed file system or use a buffered method",
+                    path.display()
+                ),
+            })
+        }
+        other => other,
+    }
 }
 
 /// Tells the kernel not to read ahead: every read is one random sample.
@@ -85,7 +104,7 @@ fn os_error(file: u32, offset: u64, e: &std::io::Error) -> ReadError {
 }
 
 /// The error for a read naming a file index the factory was not opened with.
-pub(crate) fn no_such_file(read: &Read) -> ReadError {
+pub(crate) fn no_such_file(read: &SampleRead) -> ReadError {
     ReadError {
         file: read.file,
         offset: read.offset,
@@ -242,10 +261,7 @@ impl BackendFactory for PreadFactory {
         self.method
     }
     fn describe(&self) -> String {
-        let unit = match self.unit {
-            None => "32-byte reads".to_string(),
-            Some(u) => format!("{}-byte aligned block reads", u.unit),
-        };
+        let unit = align::describe_read_unit(self.unit.map(|u| u.unit), "reads");
         match (self.method, &self.shared) {
             (Method::Direct, _) => format!(
                 "direct: O_DIRECT, one handle per file per worker, {unit} (logical block {} bytes)",
@@ -289,7 +305,7 @@ impl InlineReader for PreadReader {
     fn method(&self) -> Method {
         self.method
     }
-    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+    fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
         let file = self
             .files
             .get(r.file as usize)

@@ -15,11 +15,12 @@
 //! [`crate::leaked_backends`] counts it.
 
 use crate::align::{self, AlignedBuf, BlockRange};
+use crate::host::sector_size::logical_block_size;
 use crate::leak::note_leaked_backend;
-use crate::unix::{logical_block_size, no_such_file, open_direct, open_read_only};
+use crate::unix::{no_such_file, open_direct, open_read_only};
 use crate::{
     Backend, BackendFactory, BlockSize, CancelOutcome, Completion, IoConfig, IoError, Method,
-    QueueFull, Read, ReadError, ReadErrorKind, SAMPLE_LEN, TEARDOWN_WAIT,
+    QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use io_uring::{opcode, types, IoUring};
 use std::fs::File;
@@ -159,10 +160,7 @@ impl BackendFactory for UringFactory {
     }
 
     fn describe(&self) -> String {
-        let unit = match self.unit {
-            None => "32-byte reads".to_string(),
-            Some(u) => format!("{u}-byte aligned block reads"),
-        };
+        let unit = align::describe_read_unit(self.unit, "reads");
         let buffers = match self.fixed_buffers.load(Ordering::Relaxed) {
             FIXED_YES => "registered buffers (READ_FIXED)",
             FIXED_NO => "unregistered buffers (registration refused: ulimit -l?)",
@@ -193,7 +191,7 @@ impl BackendFactory for UringFactory {
 
 /// One read in flight: what was asked and how much has arrived.
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+struct InFlightRead {
     tag: u32,
     file: u32,
     offset: u64,
@@ -202,8 +200,8 @@ struct Slot {
     got: u32,
 }
 
-impl Slot {
-    const EMPTY: Slot = Slot {
+impl InFlightRead {
+    const EMPTY: InFlightRead = InFlightRead {
         tag: 0,
         file: 0,
         offset: 0,
@@ -241,7 +239,7 @@ struct UringBackend {
     send_cancels: bool,
     /// A `cancel_all` ran out of time with reads still in the kernel: `Drop` no longer waits.
     cancel_gave_up: bool,
-    slots: Vec<Slot>,
+    slots: Vec<InFlightRead>,
     free: Vec<u32>,
     /// Pushed, not yet in the submission queue.
     queued: Vec<u32>,
@@ -304,7 +302,7 @@ impl UringBackend {
             timeout_in_sq: false,
             send_cancels: true,
             cancel_gave_up: false,
-            slots: vec![Slot::EMPTY; depth],
+            slots: vec![InFlightRead::EMPTY; depth],
             free: (0..depth as u32).rev().collect(),
             queued: Vec::with_capacity(depth),
             ready: Vec::with_capacity(depth),
@@ -654,7 +652,7 @@ impl Backend for UringBackend {
         self.slots.len() - self.free.len() + self.ready.len()
     }
 
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         if self.in_flight() >= self.capacity() {
             return Err(QueueFull);
         }
@@ -682,7 +680,7 @@ impl Backend for UringBackend {
             .free
             .pop()
             .expect("a free slot when in_flight < capacity");
-        self.slots[id as usize] = Slot {
+        self.slots[id as usize] = InFlightRead {
             tag: read.tag,
             file: read.file,
             offset: read.offset,
@@ -809,7 +807,7 @@ mod tests {
         let mut out = Vec::with_capacity(8);
         for tag in 0..8u32 {
             backend
-                .push(Read {
+                .push(SampleRead {
                     tag,
                     file: 0,
                     offset: u64::from(tag) * 4000,
@@ -849,7 +847,7 @@ mod tests {
         };
         for tag in 0..32u32 {
             backend
-                .push(Read {
+                .push(SampleRead {
                     tag,
                     file: 0,
                     offset: u64::from(tag) * 30_000,
@@ -894,7 +892,7 @@ mod tests {
     fn push_silent_reads(backend: &mut UringBackend, n: u32) {
         for tag in 0..n {
             backend
-                .push(Read {
+                .push(SampleRead {
                     tag,
                     file: 0,
                     offset: 0,
@@ -921,7 +919,7 @@ mod tests {
             }
             // One more read pushed but never submitted: dropped without reaching the kernel.
             backend
-                .push(Read {
+                .push(SampleRead {
                     tag: 9,
                     file: 0,
                     offset: 0,

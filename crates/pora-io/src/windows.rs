@@ -8,8 +8,9 @@
 //!   port, many reads in flight, completions reaped in batches with the deadline as the timeout;
 //!   the unbuffered variant reads whole sectors into sector-aligned buffers.
 //!
-//! The platform-independent half of the IOCP backends (span math, sector rules, slot state
-//! machine) lives in `crate::overlapped_logic`, where it is unit-tested on every platform.
+//! The platform-independent half of the IOCP backends lives where it is unit-tested on every
+//! platform: the ranges, sector rules and buffers in `crate::align`, the slot state machine in
+//! `crate::overlapped_engine`.
 
 mod iocp;
 pub mod probe;

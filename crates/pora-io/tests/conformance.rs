@@ -19,7 +19,7 @@ macro_rules! skip_note {
 
 #[cfg(unix)]
 use pora_io::ReadErrorKind;
-use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use pora_io::{BlockSize, Completion, IoConfig, IoError, Method, QueueFull, SampleRead};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
@@ -187,7 +187,7 @@ fn conformance(fx: &Fixture, method: Method, block_size: BlockSize) {
 fn check_cancel_all(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
     let push = |backend: &mut dyn pora_io::Backend, tags: std::ops::Range<u32>| {
         for tag in tags {
-            let read = Read {
+            let read = SampleRead {
                 tag,
                 file: 0,
                 offset: u64::from(tag) * 50_000,
@@ -225,7 +225,7 @@ fn check_cancel_all(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
 fn check_reap_before_submit(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
     let mut out: Vec<Completion> = Vec::with_capacity(DEPTH);
     backend
-        .push(Read {
+        .push(SampleRead {
             tag: 1,
             file: 0,
             offset: 96,
@@ -253,7 +253,7 @@ fn check_capacity_and_deadlines(backend: &mut dyn pora_io::Backend, fx: &Fixture
     );
     for tag in 0..DEPTH as u32 {
         backend
-            .push(Read {
+            .push(SampleRead {
                 tag,
                 file: 0,
                 offset: u64::from(tag) * 40_000,
@@ -262,7 +262,7 @@ fn check_capacity_and_deadlines(backend: &mut dyn pora_io::Backend, fx: &Fixture
         assert_eq!(backend.in_flight(), tag as usize + 1);
     }
     assert_eq!(
-        backend.push(Read {
+        backend.push(SampleRead {
             tag: 99,
             file: 0,
             offset: 0
@@ -312,7 +312,7 @@ fn check_random_reads(backend: &mut dyn pora_io::Backend, fx: &Fixture, method: 
         while next < fx.reads.len() {
             let (file, offset) = fx.reads[next];
             let tag = next as u32 + 1000;
-            match backend.push(Read { tag, file, offset }) {
+            match backend.push(SampleRead { tag, file, offset }) {
                 Ok(()) => {
                     pending.insert(tag, (file, offset));
                     next += 1;
@@ -356,7 +356,7 @@ fn check_errors(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
     ];
     for (tag, &(file, offset)) in bad.iter().enumerate() {
         backend
-            .push(Read {
+            .push(SampleRead {
                 tag: tag as u32,
                 file,
                 offset,
@@ -365,7 +365,7 @@ fn check_errors(backend: &mut dyn pora_io::Backend, fx: &Fixture) {
     }
     // A good read among the bad ones still succeeds.
     backend
-        .push(Read {
+        .push(SampleRead {
             tag: 50,
             file: 0,
             offset: 4096,

@@ -5,7 +5,8 @@
 #![cfg(windows)]
 
 use pora_io::{
-    BlockSize, Completion, IoConfig, Method, QueueFull, Read, ReadErrorKind, Sample, SAMPLE_LEN,
+    BlockSize, Completion, IoConfig, Method, QueueFull, ReadErrorKind, Sample, SampleRead,
+    SAMPLE_LEN,
 };
 use std::fs::{File, OpenOptions};
 use std::os::windows::fs::FileExt;
@@ -160,7 +161,7 @@ fn read_all(backend: &mut dyn pora_io::Backend, reads: &[(u32, u64)]) -> Vec<Com
         while next < reads.len() && backend.in_flight() < backend.capacity() {
             let (file, offset) = reads[next];
             backend
-                .push(Read {
+                .push(SampleRead {
                     tag: next as u32,
                     file,
                     offset,
@@ -321,7 +322,7 @@ fn queue_full_at_the_depth_until_reaped() {
         let mut worker = factory.worker(4).unwrap();
         for i in 0..4 {
             worker
-                .push(Read {
+                .push(SampleRead {
                     tag: i,
                     file: 0,
                     offset: fx.offsets[i as usize],
@@ -329,7 +330,7 @@ fn queue_full_at_the_depth_until_reaped() {
                 .unwrap();
         }
         assert_eq!(
-            worker.push(Read {
+            worker.push(SampleRead {
                 tag: 9,
                 file: 0,
                 offset: 0
@@ -339,7 +340,7 @@ fn queue_full_at_the_depth_until_reaped() {
         );
         worker.submit().unwrap();
         assert_eq!(
-            worker.push(Read {
+            worker.push(SampleRead {
                 tag: 9,
                 file: 0,
                 offset: 0
@@ -353,7 +354,7 @@ fn queue_full_at_the_depth_until_reaped() {
         }
         assert_eq!(worker.in_flight(), 0);
         worker
-            .push(Read {
+            .push(SampleRead {
                 tag: 9,
                 file: 0,
                 offset: 0,
@@ -374,7 +375,7 @@ fn a_passed_deadline_returns_and_nothing_is_lost() {
         let mut worker = factory.worker(32).unwrap();
         for (i, &o) in fx.offsets.iter().take(32).enumerate() {
             worker
-                .push(Read {
+                .push(SampleRead {
                     tag: i as u32,
                     file: 0,
                     offset: o,
@@ -465,7 +466,7 @@ fn dropping_a_worker_with_reads_in_flight_is_safe() {
             let mut worker = factory.worker(32).unwrap();
             for (i, &o) in fx.offsets.iter().take(32).enumerate() {
                 worker
-                    .push(Read {
+                    .push(SampleRead {
                         tag: i as u32,
                         file: 0,
                         offset: o,

@@ -13,8 +13,12 @@
 pub mod record;
 
 use hdrhistogram::Histogram;
-use pora_io::device::{self, BlockDevice};
-use pora_io::{Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, SAMPLE_LEN};
+use pora_io::host::block_device::{block_device_of, BlockDevice};
+use pora_io::host::cpu_time::process_cpu_time;
+use pora_io::host::Unknown;
+use pora_io::{
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, SampleRead, SAMPLE_LEN,
+};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::ops::Range;
@@ -314,7 +318,7 @@ struct PaddedCounter(AtomicU64);
 struct WorkersRun {
     workers: Result<Vec<WorkerResult>, IoError>,
     /// CPU time and wall time spent from the start barrier to the last join.
-    cpu: Result<(Duration, Duration), device::Unknown>,
+    cpu: Result<(Duration, Duration), Unknown>,
 }
 
 fn run_workers(
@@ -352,7 +356,7 @@ fn run_workers(
                 })
             })
             .collect();
-        let cpu_before = pora_io::cpu_time::process_cpu_time();
+        let cpu_before = process_cpu_time();
         let wall_start = Instant::now();
         barrier.wait();
         let mut last_progress = wall_start;
@@ -374,12 +378,8 @@ fn run_workers(
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect::<Result<Vec<_>, _>>();
-        let cpu = cpu_before.and_then(|before| {
-            Ok((
-                pora_io::cpu_time::process_cpu_time()? - before,
-                wall_start.elapsed(),
-            ))
-        });
+        let cpu =
+            cpu_before.and_then(|before| Ok((process_cpu_time()? - before, wall_start.elapsed())));
         WorkersRun { workers, cpu }
     })
 }
@@ -414,7 +414,7 @@ fn worker_loop(
     loop {
         while let Some(tag) = free_tags.pop() {
             let (file, offset) = offsets.next();
-            if backend.push(Read { tag, file, offset }).is_err() {
+            if backend.push(SampleRead { tag, file, offset }).is_err() {
                 free_tags.push(tag);
                 break;
             }
@@ -471,7 +471,7 @@ fn drain(backend: &mut dyn Backend, out: &mut Vec<pora_io::Completion>) {
 
 /// The block devices under the targets, for read counters.
 struct Devices {
-    devices: Result<Vec<BlockDevice>, device::Unknown>,
+    devices: Result<Vec<BlockDevice>, Unknown>,
     reads_before: Option<u64>,
 }
 
@@ -479,7 +479,7 @@ impl Devices {
     fn of(paths: &[PathBuf], notes: &mut Vec<String>) -> Devices {
         let devices = paths
             .iter()
-            .map(|p| device::block_device_of(p))
+            .map(|p| block_device_of(p))
             .collect::<Result<Vec<_>, _>>()
             .map(|mut d| {
                 d.sort_by_key(|d| (d.major, d.minor));
@@ -506,11 +506,11 @@ impl Devices {
             .ok()
     }
 
-    fn logical_block_size(&self) -> Result<u32, device::Unknown> {
+    fn logical_block_size(&self) -> Result<u32, Unknown> {
         match &self.devices {
             Ok(d) => d
                 .first()
-                .ok_or_else(|| device::Unknown("no device".into()))?
+                .ok_or_else(|| Unknown("no device".into()))?
                 .logical_block_size(),
             Err(e) => Err(e.clone()),
         }
@@ -530,7 +530,7 @@ fn summarize(
     describe: String,
     block_bytes: Option<u64>,
     workers: Vec<WorkerResult>,
-    cpu: Result<(Duration, Duration), device::Unknown>,
+    cpu: Result<(Duration, Duration), Unknown>,
     devices: Devices,
     mut notes: Vec<String>,
     stop: &AtomicBool,

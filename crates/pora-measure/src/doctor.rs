@@ -1,11 +1,14 @@
 //! The findings of `pora doctor`: what the files, their device and the OS mean for mining power.
 //! Each finding has an id, a severity (ok / info / warn / bad), a message and a one-line remedy.
-//! The facts come from `pora_io::probe`; turning facts into findings is the pure function
-//! [`findings`], unit-tested on canned sysfs/procfs trees. Printing stays in the binary.
+//! The facts come from `pora_io::probe` (over `pora_io::host`); turning facts into findings is
+//! the pure function [`findings`], unit-tested on canned sysfs/procfs trees. Printing stays in
+//! the binary.
 
 use crate::shards::{open_files_as_shards, ShardsError};
 use pora_core::HEADER_SIZE;
-use pora_io::probe::{self, Fact, FileFacts, Layer, Roots};
+use pora_io::host::block_device::Layer;
+use pora_io::host::Roots;
+use pora_io::probe::{self, Fact, FileFacts};
 use pora_mine::profile;
 use serde::Serialize;
 use std::path::PathBuf;

@@ -14,7 +14,9 @@ pub mod record;
 pub mod search;
 
 use pora_core::{keccak::keccak256, ShardSet, H256};
-use pora_io::{probe, BackendFactory, IoConfig, IoError, Method, SimConfig};
+use pora_io::host::memory::meminfo;
+use pora_io::host::{page_cache, Roots};
+use pora_io::{BackendFactory, IoConfig, IoError, Method, SimConfig};
 use pora_mine::profile::{self, Measured, Profile, PROFILE_FORMAT};
 use pora_mine::{MineConfig, Miner, OnIoError, SlotRequest};
 use raw::RawResult;
@@ -349,7 +351,7 @@ fn fits_in_ram_note(paths: &[PathBuf]) -> Option<String> {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    let mem = probe::meminfo(&probe::Roots::default()).ok()?;
+    let mem = meminfo(&Roots::default()).ok()?;
     (total < mem.available_bytes).then(|| {
         format!(
             "the files ({} MiB) fit in the {} MiB of available RAM: each trial starts cold, but buffered methods (pread, mmap, uring) warm the cache as they run, so their figures are optimistic for a production shard larger than RAM",
@@ -367,7 +369,7 @@ fn evict_all(paths: &[PathBuf], method: Method) -> usize {
     }
     paths
         .iter()
-        .filter(|p| !matches!(probe::evict(p), Ok(true)))
+        .filter(|p| !page_cache::evict(p).is_ok_and(|e| e.is_verified()))
         .count()
 }
 

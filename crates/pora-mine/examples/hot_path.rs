@@ -10,7 +10,9 @@
 //! The ratio 2/1 is the share of time the scheduler leaves to hashing.
 
 use pora_core::{ShardSet, H256};
-use pora_io::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use pora_io::{
+    Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, SampleRead,
+};
 use pora_mine::lanes::{hash_step, Hash0Prefix};
 use pora_mine::{Find, MineConfig, Miner, OnIoError, SlotRequest};
 use std::path::PathBuf;
@@ -116,7 +118,7 @@ impl BackendFactory for MemFactory {
 
 struct MemBackend {
     bytes: Arc<Vec<u8>>,
-    queued: Vec<Read>,
+    queued: Vec<SampleRead>,
     done: Vec<Completion>,
     depth: usize,
 }
@@ -131,7 +133,7 @@ impl Backend for MemBackend {
     fn in_flight(&self) -> usize {
         self.queued.len() + self.done.len()
     }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         if self.in_flight() >= self.depth {
             return Err(QueueFull);
         }

@@ -68,27 +68,7 @@ impl ShardPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pora_core::header::Header;
-    use pora_core::{DataFile, EncodeType};
-
-    fn file(name: &str, start: u64, len: u64) -> DataFile {
-        let header = Header {
-            version: 1,
-            chunk_idx_start: start,
-            chunk_idx_len: len,
-            encode_type: EncodeType::None,
-            max_kv_size: 1 << 17,
-            chunk_size: 1 << 17,
-            meta_size: 32,
-            miner: Address([1; 20]),
-            status: 0,
-        };
-        DataFile {
-            path: name.into(),
-            file_len: header.allocated_len().unwrap(),
-            header,
-        }
-    }
+    use pora_core::testing::data_file as file;
 
     #[test]
     fn target_agrees_with_shard_set_locate() {

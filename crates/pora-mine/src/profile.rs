@@ -188,7 +188,7 @@ pub fn default_path(first_file: &Path) -> PathBuf {
 /// The fingerprint of `files` as they are now (missing facts stay `None`), sorted by path so
 /// that the order files are given in does not matter.
 pub fn fingerprint(files: &[PathBuf]) -> Fingerprint {
-    let roots = pora_io::probe::Roots::default();
+    let roots = pora_io::host::Roots::default();
     let mut files: Vec<FileFingerprint> =
         files.iter().map(|p| file_fingerprint(p, &roots)).collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -226,7 +226,7 @@ pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> Result<Lookup, Prof
     let why = profile.mismatch(&now).unwrap_or_default();
     Ok(Lookup::Stale { path, why })
 }
-fn file_fingerprint(path: &Path, roots: &pora_io::probe::Roots) -> FileFingerprint {
+fn file_fingerprint(path: &Path, roots: &pora_io::host::Roots) -> FileFingerprint {
     let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let meta = std::fs::metadata(path).ok();
     let pora_io::probe::Identity {

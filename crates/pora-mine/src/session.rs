@@ -290,7 +290,7 @@ fn auto_method(paths: &[PathBuf]) -> (Method, String) {
 fn resident_percent(paths: &[PathBuf]) -> Option<f64> {
     let (mut cached, mut total) = (0u64, 0u64);
     for path in paths {
-        let r = pora_io::probe::residency_sampled(path).ok()?;
+        let r = pora_io::host::page_cache::residency_sampled(path).ok()?;
         cached += r.cached_bytes;
         total += r.file_bytes;
     }

@@ -190,7 +190,7 @@ fn bottleneck(outcomes: &[WorkerOutcome], cpu_busy: f64) -> Bottleneck {
 /// `min(threads, CPUs) x elapsed`. With more threads than CPUs (synchronous methods), a worker
 /// preempted while hashing still counts as busy, which is right: the CPUs were the limit.
 fn cpu_busy_fraction(outcomes: &[WorkerOutcome], elapsed: Duration) -> f64 {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = crate::session::available_cpus();
     let usable = outcomes.len().min(cpus) as f64 * elapsed.as_secs_f64();
     let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
     if usable > 0.0 {

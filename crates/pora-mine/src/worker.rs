@@ -29,7 +29,7 @@ use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
 use crate::plan::ShardPlan;
 use crate::{Find, MineError, OnIoError};
 use pora_core::keccak::keccak256_padded_blocks;
-use pora_io::{Backend, Completion, Read, ReadError};
+use pora_io::{Backend, Completion, ReadError, SampleRead};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -479,7 +479,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             }),
             OnIoError::Retry if chain.retries < MAX_RETRIES => {
                 chain.retries += 1;
-                let read = Read {
+                let read = SampleRead {
                     tag: idx as u32,
                     file: chain.file,
                     offset: chain.offset,
@@ -553,7 +553,7 @@ impl<'s, 'a> Worker<'s, 'a> {
         chain.file = target.file;
         chain.offset = target.offset;
         backend
-            .push(Read {
+            .push(SampleRead {
                 tag: idx as u32,
                 file: target.file,
                 offset: target.offset,

@@ -10,7 +10,8 @@ mod report;
 use crate::signals;
 use anyhow::{bail, Context};
 use pora_io::align::MAX_BLOCK_BYTES;
-use pora_io::{device, BlockSize, IoError, Method};
+use pora_io::host::page_cache;
+use pora_io::{BlockSize, IoError, Method};
 use pora_measure::bench::record::RunInfo;
 use pora_measure::bench::{self as measure, MeasureError, MeasureSpec, Target};
 use pora_mine::{MAX_DEPTH, MAX_THREADS};
@@ -253,7 +254,7 @@ fn write_plot(path: &Path, points: &[PlotPoint]) -> anyhow::Result<()> {
 
 /// Evicts the file and describes the outcome; unverified eviction is also said on stderr.
 fn evict(path: &Path) -> String {
-    let text = match device::evict(path) {
+    let text = match page_cache::evict(path) {
         Ok(e) => e.describe(),
         Err(e) => format!("eviction failed: {e}"),
     };

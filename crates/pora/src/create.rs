@@ -121,7 +121,7 @@ pub fn thread_count(threads: Option<usize>) -> anyhow::Result<usize> {
     match threads {
         Some(0) => anyhow::bail!("--threads 0: need at least one thread"),
         Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        None => Ok(pora_mine::session::available_cpus()),
     }
 }
 

@@ -20,8 +20,8 @@ use super::{no_such_file, open_read_only};
 use crate::align::{self, AlignedBuf};
 use crate::inline::{InlineBackend, InlineReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
-    Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
+    Sample, SampleRead, SAMPLE_LEN,
 };
 use memmap2::{Advice, Mmap, MmapOptions};
 use std::fs::File;
@@ -149,9 +149,7 @@ impl BackendFactory for MmapFactory {
         Method::Mmap
     }
     fn describe(&self) -> String {
-        let unit = self.unit.map_or("32-byte copies".into(), |u| {
-            format!("{u}-byte aligned block copies")
-        });
+        let unit = align::describe_read_unit(self.unit, "copies");
         format!(
             "mmap: one shared read-only map per file, MADV_RANDOM, {unit}, truncation checked every {LENGTH_CHECK_READS} reads{}",
             if cfg!(any(target_os = "linux", target_os = "macos")) { " and SIGBUS contained" } else { "" }
@@ -194,7 +192,7 @@ impl InlineReader for MmapReader {
     fn method(&self) -> Method {
         Method::Mmap
     }
-    fn before_batch(&mut self, batch: &[Read]) {
+    fn before_batch(&mut self, batch: &[SampleRead]) {
         if self.reads_until_check == 0 {
             self.check_lengths();
         }
@@ -205,7 +203,7 @@ impl InlineReader for MmapReader {
             }
         }
     }
-    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+    fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
         let f = self
             .files
             .get(r.file as usize)
@@ -239,7 +237,12 @@ fn prefetch(f: &MappedFile, offset: u64) {
 
 /// Copies `[start, start + len)` of the map into `dst` if it lies within the bound, re-checking
 /// the bound after the copy in case the copy itself faulted (and read a patched zero page).
-fn copy_checked(f: &MappedFile, r: &Read, start: u64, dst: &mut [u8]) -> Result<(), ReadError> {
+fn copy_checked(
+    f: &MappedFile,
+    r: &SampleRead,
+    start: u64,
+    dst: &mut [u8],
+) -> Result<(), ReadError> {
     let end = start.checked_add(dst.len() as u64);
     let valid = f.bound.valid_len();
     let end = match end {
@@ -267,7 +270,7 @@ fn copy_checked(f: &MappedFile, r: &Read, start: u64, dst: &mut [u8]) -> Result<
 
 /// The error for a read beyond the bound: `OutOfBounds` when the file now ends before the
 /// sample, EIO when a page inside the file faulted (a media error).
-fn bound_error(f: &MappedFile, r: &Read) -> ReadError {
+fn bound_error(f: &MappedFile, r: &SampleRead) -> ReadError {
     let file_len = current_len(&f.file).unwrap_or(0).min(f.mapped_len);
     let kind = if r.offset.saturating_add(SAMPLE_LEN as u64) > file_len {
         ReadErrorKind::OutOfBounds { file_len }
@@ -281,7 +284,7 @@ fn bound_error(f: &MappedFile, r: &Read) -> ReadError {
     }
 }
 
-fn copy_sample(f: &MappedFile, r: &Read) -> Result<Sample, ReadError> {
+fn copy_sample(f: &MappedFile, r: &SampleRead) -> Result<Sample, ReadError> {
     let mut sample = [0u8; SAMPLE_LEN];
     copy_checked(f, r, r.offset, &mut sample)?;
     Ok(sample)
@@ -291,7 +294,7 @@ fn copy_sample(f: &MappedFile, r: &Read) -> Result<Sample, ReadError> {
 /// stops at EOF), as long as the sample itself is inside.
 fn copy_block(
     f: &MappedFile,
-    r: &Read,
+    r: &SampleRead,
     unit: u32,
     buf: &mut AlignedBuf,
 ) -> Result<Sample, ReadError> {

@@ -39,13 +39,13 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-const SLOT_COUNT: usize = 1024;
+const MAPPING_COUNT: usize = 1024;
 const FREE: u8 = 0;
 const CLAIMED: u8 = 1;
 const ACTIVE: u8 = 2;
 
 /// One registered map: `[start, start + len)` in memory, file offset 0 at `start`.
-pub(crate) struct Slot {
+pub(crate) struct RegisteredMapping {
     state: AtomicU8,
     start: AtomicUsize,
     len: AtomicUsize,
@@ -54,9 +54,9 @@ pub(crate) struct Slot {
     faults: AtomicU64,
 }
 
-impl Slot {
-    const fn new() -> Slot {
-        Slot {
+impl RegisteredMapping {
+    const fn new() -> RegisteredMapping {
+        RegisteredMapping {
             state: AtomicU8::new(FREE),
             start: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
@@ -66,7 +66,8 @@ impl Slot {
     }
 }
 
-static SLOTS: [Slot; SLOT_COUNT] = [const { Slot::new() }; SLOT_COUNT];
+static MAPPINGS: [RegisteredMapping; MAPPING_COUNT] =
+    [const { RegisteredMapping::new() }; MAPPING_COUNT];
 static FAULTS_CONTAINED: AtomicU64 = AtomicU64::new(0);
 static PAGE_BYTES: AtomicUsize = AtomicUsize::new(4096);
 /// The signals a fault on a mapped file can raise here.
@@ -85,7 +86,7 @@ pub fn faults_contained() -> u64 {
 
 /// A map registered with the handler; unregistered on drop (before the map is unmapped).
 pub(crate) struct Registration {
-    slot: &'static Slot,
+    slot: &'static RegisteredMapping,
 }
 
 impl Registration {
@@ -104,14 +105,14 @@ impl Drop for Registration {
 /// Installs the handler (once per process) and registers `[start, start + len)`.
 pub(crate) fn register(start: *const u8, len: usize) -> Result<Registration, String> {
     install()?;
-    let slot = SLOTS
+    let slot = MAPPINGS
         .iter()
         .find(|s| {
             s.state
                 .compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         })
-        .ok_or_else(|| format!("more than {SLOT_COUNT} files are mapped at once"))?;
+        .ok_or_else(|| format!("more than {MAPPING_COUNT} files are mapped at once"))?;
     slot.start.store(start as usize, Ordering::Relaxed);
     slot.len.store(len, Ordering::Relaxed);
     slot.valid_len.store(len as u64, Ordering::Relaxed);
@@ -210,7 +211,7 @@ fn map_zero_page(page: usize, len: usize) -> bool {
 /// Patches the faulting page if it belongs to a registered map.
 fn contain(addr: usize) -> bool {
     let page_bytes = PAGE_BYTES.load(Ordering::Relaxed);
-    for slot in SLOTS.iter() {
+    for slot in MAPPINGS.iter() {
         if slot.state.load(Ordering::Acquire) != ACTIVE {
             continue;
         }

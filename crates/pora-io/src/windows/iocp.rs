@@ -10,23 +10,23 @@
 //! post no port packet: the backend completes it at once. Where the mode cannot be set the
 //! backend waits for the packet instead, so no read is ever completed twice.
 //!
-//! The state machine and the sector rules are in `crate::overlapped_logic`; this file is only the
-//! Win32 driver under it.
+//! The state machine is in `crate::overlapped_engine` and the sector rules in `crate::align`; this
+//! file is only the Win32 driver under them.
 //!
 //! Kernel lifetimes: a pending read's OVERLAPPED and buffer are written by the kernel until its
 //! packet is dequeued. Both live in boxed storage owned by the driver, never moved, and freed
 //! only when no read is pending. Teardown cancels (`CancelIoEx`) and waits a bounded time (see
-//! `overlapped_logic`); if reads are still pending then, the driver leaks the OVERLAPPEDs, the
+//! `overlapped_engine`); if reads are still pending then, the driver leaks the OVERLAPPEDs, the
 //! buffers, the file handles and the port, so nothing the kernel may still touch is freed or
 //! closed under it.
 
 use super::probe::unbuffered_sector_size;
 use super::sync::open_read_only;
-use crate::overlapped_logic::{
-    read_unit, AlignedSlab, OverlappedDriver, OverlappedEngine, PortEvent, Span, SpanPlan, Started,
-};
+use crate::align::{power_of_two_read_unit, AlignedSlab, BlockRange, SpanPlan};
+use crate::overlapped_engine::{OverlappedDriver, OverlappedEngine, PortEvent, Started};
 use crate::{
-    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull, Read,
+    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull,
+    SampleRead,
 };
 use std::cell::UnsafeCell;
 use std::fs::File;
@@ -77,7 +77,7 @@ pub(crate) fn open(
             }
         }
     }
-    let unit = read_unit(config.block_size, sector)?;
+    let unit = power_of_two_read_unit(config.block_size, sector)?;
     let plan = SpanPlan::new(unit)?;
     Ok(Arc::new(IocpFactory {
         method,
@@ -154,7 +154,7 @@ impl Backend for IocpBackend {
     fn in_flight(&self) -> usize {
         self.engine.in_flight()
     }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         self.engine.push(read)
     }
     fn submit(&mut self) -> Result<(), IoError> {
@@ -317,18 +317,13 @@ impl OverlappedDriver for IocpDriver {
         self.buffers.slot_bytes(slot as usize, len as usize)
     }
 
-    fn start(&mut self, slot: u32, file: u32, span: Span) -> Started {
+    fn start(&mut self, slot: u32, file: u32, span: BlockRange) -> Started {
         let ov = self.overlapped[slot as usize].get();
         let buf = self.buffers.slot_ptr(slot as usize);
         debug_assert!(span.len as usize <= self.buffers.slot_len());
         if let Some(sector) = self.sector {
             // The engine already refused misaligned reads; this guards paths that bypass it.
-            debug_assert!(crate::overlapped_logic::check_sector_alignment(
-                span,
-                buf as usize,
-                sector
-            )
-            .is_ok());
+            debug_assert!(crate::align::check_sector_alignment(span, buf as usize, sector).is_ok());
         }
         let handle = self.files[file as usize].as_raw_handle() as HANDLE;
         // SAFETY: the engine starts only free slots, so no read is pending on this OVERLAPPED and
@@ -336,8 +331,8 @@ impl OverlappedDriver for IocpDriver {
         // (see `leak`). The buffer holds `slot_len >= span.len` bytes.
         let ok = unsafe {
             ov.write(std::mem::zeroed());
-            (*ov).Anonymous.Anonymous.Offset = span.offset as u32;
-            (*ov).Anonymous.Anonymous.OffsetHigh = (span.offset >> 32) as u32;
+            (*ov).Anonymous.Anonymous.Offset = span.start as u32;
+            (*ov).Anonymous.Anonymous.OffsetHigh = (span.start >> 32) as u32;
             ReadFile(handle, buf, span.len, std::ptr::null_mut(), ov)
         };
         if ok != 0 {

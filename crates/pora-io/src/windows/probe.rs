@@ -3,7 +3,7 @@
 //! far as it can be learned without administrator rights.
 
 use super::{from_wide, wide};
-use crate::overlapped_logic::{sane_sector_size, FALLBACK_SECTOR_BYTES};
+use crate::host::sector_size::{plausible_sector_size, FALLBACK_SECTOR_BYTES};
 use std::fs::File;
 use std::os::windows::io::AsRawHandle;
 use std::path::Path;
@@ -94,7 +94,7 @@ pub fn windows_volume_facts(path: &Path) -> VolumeFacts {
 pub(crate) fn unbuffered_sector_size(file: &File, path: &Path) -> (u32, &'static str) {
     if let Ok(info) = storage_info(file) {
         let s = info.LogicalBytesPerSector;
-        if sane_sector_size(Some(s)) == s {
+        if plausible_sector_size(s).is_some() {
             return (s, "FileStorageInfo");
         }
     }
@@ -102,7 +102,7 @@ pub(crate) fn unbuffered_sector_size(file: &File, path: &Path) -> (u32, &'static
         .ok()
         .and_then(|root| disk_free_space_sector(&root).ok())
     {
-        if sane_sector_size(Some(s)) == s {
+        if plausible_sector_size(s).is_some() {
             return (s, "GetDiskFreeSpaceW");
         }
     }

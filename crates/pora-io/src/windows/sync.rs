@@ -2,11 +2,12 @@
 //! all workers) and `mmap`. Reads run inside `submit` and complete through [`InlineQueue`], the
 //! same interface the overlapped methods use.
 
+use crate::align::{describe_read_unit, power_of_two_read_unit, SpanPlan};
 use crate::inline::{InlineBackend, InlineReader};
-use crate::overlapped_logic::{read_unit, SpanPlan, WIN32_ERROR_INVALID_HANDLE};
+use crate::overlapped_engine::WIN32_ERROR_INVALID_HANDLE;
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, Read, ReadError, ReadErrorKind,
-    Sample, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
+    Sample, SampleRead, SAMPLE_LEN,
 };
 use memmap2::Mmap;
 use std::fs::File;
@@ -33,7 +34,7 @@ pub(crate) fn open_read_only(path: &PathBuf, flags: u32) -> Result<File, IoError
 fn block_plan(config: &IoConfig) -> Result<Option<SpanPlan>, IoError> {
     match config.block_size {
         BlockSize::Natural => Ok(None),
-        block => Ok(Some(SpanPlan::new(read_unit(block, None)?)?)),
+        block => Ok(Some(SpanPlan::new(power_of_two_read_unit(block, None)?)?)),
     }
 }
 
@@ -52,7 +53,7 @@ impl BlockBuf {
     }
 }
 
-fn read_error(r: &Read, kind: ReadErrorKind) -> ReadError {
+fn read_error(r: &SampleRead, kind: ReadErrorKind) -> ReadError {
     ReadError {
         file: r.file,
         offset: r.offset,
@@ -60,13 +61,13 @@ fn read_error(r: &Read, kind: ReadErrorKind) -> ReadError {
     }
 }
 
-fn no_such_file(r: &Read) -> ReadError {
+fn no_such_file(r: &SampleRead) -> ReadError {
     read_error(r, ReadErrorKind::Os(WIN32_ERROR_INVALID_HANDLE))
 }
 
 /// The sample inside `bytes` (what a block read returned), or a short read when the file ended
 /// before the sample did.
-fn sample_in(bytes: &[u8], sample_at: u32, r: &Read) -> Result<Sample, ReadError> {
+fn sample_in(bytes: &[u8], sample_at: u32, r: &SampleRead) -> Result<Sample, ReadError> {
     let at = sample_at as usize;
     match bytes.get(at..at + SAMPLE_LEN) {
         Some(s) => Ok(s.try_into().expect("32 bytes")),
@@ -85,7 +86,7 @@ fn sample_in(bytes: &[u8], sample_at: u32, r: &Read) -> Result<Sample, ReadError
 
 /// Reads the aligned block(s) around the sample with positional reads, stopping early at the end
 /// of the file.
-fn seek_read_block(file: &File, r: &Read, block: &mut BlockBuf) -> Result<Sample, ReadError> {
+fn seek_read_block(file: &File, r: &SampleRead, block: &mut BlockBuf) -> Result<Sample, ReadError> {
     let Some(span) = block.plan.span(r.offset) else {
         return Err(read_error(
             r,
@@ -98,7 +99,7 @@ fn seek_read_block(file: &File, r: &Read, block: &mut BlockBuf) -> Result<Sample
     let buf = &mut block.buf[..span.len as usize];
     let mut got = 0usize;
     while got < buf.len() {
-        match file.seek_read(&mut buf[got..], span.offset + got as u64) {
+        match file.seek_read(&mut buf[got..], span.start + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -110,7 +111,7 @@ fn seek_read_block(file: &File, r: &Read, block: &mut BlockBuf) -> Result<Sample
             }
         }
     }
-    sample_in(&buf[..got], span.sample_at, r)
+    sample_in(&buf[..got], span.sample_pos, r)
 }
 
 pub(crate) fn open_pread(
@@ -157,10 +158,7 @@ impl BackendFactory for PreadFactory {
         self.method
     }
     fn describe(&self) -> String {
-        let reads = match self.plan {
-            Some(plan) => format!("{}-byte aligned block reads", plan.unit()),
-            None => "32-byte reads".into(),
-        };
+        let reads = describe_read_unit(self.plan.map(|plan| plan.unit()), "reads");
         match self.shared {
             Some(_) => format!(
                 "pread-shared: one synchronous handle per file shared by all workers \
@@ -196,7 +194,7 @@ impl InlineReader for PreadReader {
     fn method(&self) -> Method {
         self.method
     }
-    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+    fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
         let file = self
             .files
             .get(r.file as usize)
@@ -247,10 +245,7 @@ impl BackendFactory for MmapFactory {
         Method::Mmap
     }
     fn describe(&self) -> String {
-        let copies = match self.plan {
-            Some(plan) => format!("{}-byte aligned block copies", plan.unit()),
-            None => "32-byte copies".into(),
-        };
+        let copies = describe_read_unit(self.plan.map(|plan| plan.unit()), "copies");
         format!("mmap: one read-only mapping per file shared by all workers, {copies}")
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
@@ -269,7 +264,7 @@ struct MmapReader {
 
 /// Copies the aligned block(s) around the sample out of `map` (cut at the end of the file, like
 /// a read), then the sample out of the copy.
-fn mapped_block(map: &[u8], r: &Read, block: &mut BlockBuf) -> Result<Sample, ReadError> {
+fn mapped_block(map: &[u8], r: &SampleRead, block: &mut BlockBuf) -> Result<Sample, ReadError> {
     let past_end = || {
         read_error(
             r,
@@ -279,11 +274,11 @@ fn mapped_block(map: &[u8], r: &Read, block: &mut BlockBuf) -> Result<Sample, Re
         )
     };
     let span = block.plan.span(r.offset).ok_or_else(past_end)?;
-    let start = usize::try_from(span.offset).map_err(|_| past_end())?;
+    let start = usize::try_from(span.start).map_err(|_| past_end())?;
     let end = map.len().min(start.saturating_add(span.len as usize));
     let bytes = map.get(start..end).ok_or_else(past_end)?;
     block.buf[..bytes.len()].copy_from_slice(bytes);
-    sample_in(&block.buf[..bytes.len()], span.sample_at, r).map_err(|_| past_end())
+    sample_in(&block.buf[..bytes.len()], span.sample_pos, r).map_err(|_| past_end())
 }
 
 /// Copies the sample at `offset` out of `map`, or reports that it lies past the end.
@@ -308,7 +303,7 @@ impl InlineReader for MmapReader {
     fn method(&self) -> Method {
         Method::Mmap
     }
-    fn read(&mut self, r: &Read) -> Result<Sample, ReadError> {
+    fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
         let map = self
             .maps
             .get(r.file as usize)

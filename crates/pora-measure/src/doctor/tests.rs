@@ -2,7 +2,10 @@
 //! md RAID 0 of two NVMe drives, and a cached shard larger than RAM.
 
 use super::*;
-use pora_io::probe::{device_facts, meminfo, Extents, Residency, Support};
+use pora_io::host::block_device::device_facts;
+use pora_io::host::memory::meminfo;
+use pora_io::host::page_cache::Residency;
+use pora_io::probe::{Extents, Support};
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;

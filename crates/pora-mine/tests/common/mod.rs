@@ -4,7 +4,9 @@
 
 use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
 use pora_core::{hashimoto, Address, EncodeType, ShardSet, H256, U256};
-use pora_io::{Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, Read};
+use pora_io::{
+    Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, SampleRead,
+};
 use pora_mine::{Find, MineConfig, OnIoError, SlotRequest};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -236,7 +238,7 @@ impl Backend for CheckedBackend {
     fn in_flight(&self) -> usize {
         self.inner.in_flight()
     }
-    fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         let slot = self.outstanding.get_mut(read.tag as usize);
         match slot {
             Some(flag) if !*flag => *flag = true,

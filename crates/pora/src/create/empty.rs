@@ -57,13 +57,13 @@ pub fn run(args: &CreateArgs, opts: &EmptyFillArgs, header: &Header) -> anyhow::
     write_header(&mut file, header, STATUS_INCOMPLETE).with_context(ctx)?;
     file.sync_all().with_context(ctx)?;
     let started = Instant::now();
-    let cpu_before = pora_io::cpu_time::process_cpu_time().ok();
+    let cpu_before = pora_io::host::cpu_time::process_cpu_time().ok();
     fill(&mut file, header, &todo, threads, args.quiet)?;
     file.sync_all().with_context(ctx)?;
     write_header(&mut file, header, STATUS_READY).with_context(ctx)?;
     file.sync_all().with_context(ctx)?;
     let cpu_seconds = cpu_before.and_then(|before| {
-        Some((pora_io::cpu_time::process_cpu_time().ok()? - before).as_secs_f64())
+        Some((pora_io::host::cpu_time::process_cpu_time().ok()? - before).as_secs_f64())
     });
     let timing = Timing {
         seconds: started.elapsed().as_secs_f64(),

@@ -1,27 +1,11 @@
-//! Facts about the device under a file that benchmarks need: which block device holds it, that
-//! device's completed-read counter, its logical block size, evicting the file from the page
-//! cache (and checking that it worked). CPU time is in [`crate::cpu_time`].
-//!
-//! Everything here is Linux-specific (sysfs, `/proc/diskstats`, `posix_fadvise`, `mincore`). On
-//! other systems each function returns [`Unknown`] with the reason instead of failing to
-//! compile, so callers print "unknown" and carry on.
+//! How much of a file the page cache holds (mincore over read-only mappings, exactly or sampled
+//! at a cost independent of the file's size) and evicting a file from it (POSIX_FADV_DONTNEED,
+//! checked with mincore): what cold benchmarks, tune trials, doctor and mine's smart defaults
+//! need. Linux only; elsewhere residency is [`Unknown`](super::Unknown) and eviction
+//! [`Eviction::Unsupported`].
 
-pub use crate::cpu_time::Unknown;
-
-/// The block device a file lives on, as the kernel names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockDevice {
-    /// Kernel name of the file system's device (`sda1`, `nvme0n1p2`, `dm-0`, `vda`).
-    pub name: String,
-    /// The whole disk: the parent when `name` is a partition, else `name` itself.
-    pub disk: String,
-    pub major: u32,
-    pub minor: u32,
-    /// `/sys/dev/block/MAJ:MIN`, resolved.
-    pub sys_dir: std::path::PathBuf,
-    /// sysfs directory of `disk` (where `queue/` lives).
-    pub disk_sys_dir: std::path::PathBuf,
-}
+use serde::Serialize;
+use std::path::Path;
 
 /// The outcome of [`evict`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,155 +45,67 @@ impl Eviction {
     }
 }
 
-/// Reads completed, from one line of `/sys/block/<dev>/stat` (the first field).
-pub fn parse_sys_stat_reads(text: &str) -> Option<u64> {
-    text.split_whitespace().next()?.parse().ok()
+/// How much of a file the page cache holds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Residency {
+    pub cached_bytes: u64,
+    pub file_bytes: u64,
 }
 
-/// Reads completed for device `major:minor`, from the text of `/proc/diskstats`
-/// (`major minor name reads_completed ...` per line).
-pub fn parse_diskstats_reads(text: &str, major: u32, minor: u32) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        let maj: u32 = fields.next()?.parse().ok()?;
-        let min: u32 = fields.next()?.parse().ok()?;
-        if (maj, min) != (major, minor) {
-            return None;
-        }
-        let _name = fields.next()?;
-        fields.next()?.parse().ok()
-    })
+/// How much of `path` is in the page cache (mincore over read-only mappings, 1 GiB at a time).
+pub fn residency(path: &Path) -> Result<Residency, String> {
+    let file_bytes = file_len(path)?;
+    let (resident_pages, total_pages) = resident_pages(path).map_err(|e| e.0)?;
+    Ok(scaled_residency(resident_pages, total_pages, file_bytes))
 }
 
-/// Parses the `MAJ:MIN` text of a sysfs `dev` file.
-pub fn parse_dev_numbers(text: &str) -> Option<(u32, u32)> {
-    let (maj, min) = text.trim().split_once(':')?;
-    Some((maj.parse().ok()?, min.parse().ok()?))
+/// [`residency`] estimated from 64 windows of 2 MiB spread over the file: cheap at any file size,
+/// for the choice made at every mining start.
+pub fn residency_sampled(path: &Path) -> Result<Residency, String> {
+    let file_bytes = file_len(path)?;
+    let (resident, checked) = resident_pages_sampled(path, 64, 2 << 20).map_err(|e| e.0)?;
+    Ok(scaled_residency(resident, checked, file_bytes))
+}
+
+fn file_len(path: &Path) -> Result<u64, String> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Cached bytes of a `file_bytes` file of which `resident` of `checked` pages are cached.
+fn scaled_residency(resident: u64, checked: u64, file_bytes: u64) -> Residency {
+    let cached_bytes = match checked {
+        0 => 0,
+        _ => (resident as u128 * file_bytes as u128 / checked as u128) as u64,
+    };
+    Residency {
+        cached_bytes,
+        file_bytes,
+    }
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{block_device_of, evict, resident_pages, resident_pages_sampled};
+pub use linux::{evict, resident_pages, resident_pages_sampled};
 
 #[cfg(not(target_os = "linux"))]
-pub use other::{block_device_of, evict, resident_pages, resident_pages_sampled};
-
-#[cfg(target_os = "linux")]
-impl BlockDevice {
-    /// Reads the device has completed since boot: sysfs `stat`, else `/proc/diskstats`.
-    pub fn reads_completed(&self) -> Result<u64, Unknown> {
-        linux::reads_completed(self)
-    }
-
-    /// The disk's logical block size in bytes (the O_DIRECT alignment unit).
-    pub fn logical_block_size(&self) -> Result<u32, Unknown> {
-        linux::logical_block_size(self)
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-impl BlockDevice {
-    /// Reads the device has completed since boot (Linux only).
-    pub fn reads_completed(&self) -> Result<u64, Unknown> {
-        Err(Unknown(other::NOT_LINUX.into()))
-    }
-
-    /// The disk's logical block size in bytes (Linux only).
-    pub fn logical_block_size(&self) -> Result<u32, Unknown> {
-        Err(Unknown(other::NOT_LINUX.into()))
-    }
-}
+pub use other::{evict, resident_pages, resident_pages_sampled};
 
 #[cfg(target_os = "linux")]
 mod linux {
-    //! sysfs, `/proc/diskstats`, `posix_fadvise` and `mincore`.
+    //! `posix_fadvise` and `mincore`.
 
-    use super::{parse_diskstats_reads, parse_sys_stat_reads, BlockDevice, Eviction, Unknown};
+    use super::Eviction;
+    use crate::host::Unknown;
     use crate::IoError;
     use std::fs::File;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     /// Bytes mapped at once while counting cached pages, so huge files need no huge vector.
     const MINCORE_WINDOW_BYTES: u64 = 1 << 30;
-
-    /// The block device holding `path` (its file system's `st_dev`).
-    pub fn block_device_of(path: &Path) -> Result<BlockDevice, Unknown> {
-        let meta =
-            std::fs::metadata(path).map_err(|e| Unknown(format!("{}: {e}", path.display())))?;
-        let dev = meta.dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
-        if major == 0 {
-            return Err(Unknown(format!(
-                "{} is on a file system without a block device (device {major}:{minor}: tmpfs, overlayfs, btrfs subvolume or network)",
-                path.display()
-            )));
-        }
-        let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-        let sys_dir = std::fs::canonicalize(&link).map_err(|e| {
-            Unknown(format!(
-                "{}: {e} (device of {})",
-                link.display(),
-                path.display()
-            ))
-        })?;
-        let name = dir_name(&sys_dir)?;
-        // A partition's sysfs directory sits inside its disk's and has a `partition` file.
-        let disk_sys_dir = match sys_dir.join("partition").exists() {
-            true => sys_dir
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| sys_dir.clone()),
-            false => sys_dir.clone(),
-        };
-        let disk = dir_name(&disk_sys_dir)?;
-        Ok(BlockDevice {
-            name,
-            disk,
-            major,
-            minor,
-            sys_dir,
-            disk_sys_dir,
-        })
-    }
-
-    fn dir_name(dir: &Path) -> Result<String, Unknown> {
-        dir.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| Unknown(format!("{} has no device name", dir.display())))
-    }
-
-    pub(super) fn reads_completed(dev: &BlockDevice) -> Result<u64, Unknown> {
-        let stat_path = dev.sys_dir.join("stat");
-        if let Some(reads) = std::fs::read_to_string(&stat_path)
-            .ok()
-            .as_deref()
-            .and_then(parse_sys_stat_reads)
-        {
-            return Ok(reads);
-        }
-        let text = std::fs::read_to_string("/proc/diskstats").map_err(|e| {
-            Unknown(format!(
-                "neither {} nor /proc/diskstats is readable: {e}",
-                stat_path.display()
-            ))
-        })?;
-        parse_diskstats_reads(&text, dev.major, dev.minor).ok_or_else(|| {
-            Unknown(format!(
-                "device {}:{} is not in /proc/diskstats",
-                dev.major, dev.minor
-            ))
-        })
-    }
-
-    pub(super) fn logical_block_size(dev: &BlockDevice) -> Result<u32, Unknown> {
-        let p = dev.disk_sys_dir.join("queue/logical_block_size");
-        let text =
-            std::fs::read_to_string(&p).map_err(|e| Unknown(format!("{}: {e}", p.display())))?;
-        text.trim()
-            .parse()
-            .map_err(|_| Unknown(format!("{}: not a number: {text:?}", p.display())))
-    }
 
     /// Drops `path`'s clean pages from the page cache and checks with `mincore` that none remain.
     pub fn evict(path: &Path) -> Result<Eviction, IoError> {
@@ -350,18 +246,12 @@ mod linux {
 
 #[cfg(not(target_os = "linux"))]
 mod other {
-    //! Fallbacks: the facts are unknown here.
+    //! Fallbacks: the page cache cannot be asked here.
 
-    use super::{BlockDevice, Eviction, Unknown};
+    use super::Eviction;
+    use crate::host::{Unknown, NOT_LINUX};
     use crate::IoError;
     use std::path::Path;
-
-    pub(super) const NOT_LINUX: &str =
-        "block-device statistics and page-cache eviction are implemented for Linux only";
-
-    pub fn block_device_of(_path: &Path) -> Result<BlockDevice, Unknown> {
-        Err(Unknown(NOT_LINUX.into()))
-    }
 
     pub fn evict(path: &Path) -> Result<Eviction, IoError> {
         std::fs::metadata(path).map_err(|source| IoError::Open {
@@ -388,49 +278,8 @@ mod other {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     #[cfg(target_os = "linux")]
-    use std::path::Path;
-
-    const DISKSTATS: &str = "\
-   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
- 259       0 nvme0n1 123456 10 9876543 4000 77 0 616 12 0 3000 4012 0 0 0 0 0 0
- 259       1 nvme0n1p1 4242 0 33936 100 0 0 0 0 0 90 100 0 0 0 0 0 0
- 254       0 vda 40791 6183 3760234 32422 22405 32850 9302872 41145 0 9684 74671
-   8      16 sdb 5 0 40 1 0 0 0 0 0 1 1
-";
-
-    #[test]
-    fn diskstats_finds_the_device_by_numbers() {
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 259, 0), Some(123456));
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 259, 1), Some(4242));
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 254, 0), Some(40791));
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 8, 16), Some(5));
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 7, 0), Some(0));
-    }
-
-    #[test]
-    fn diskstats_missing_or_garbled_device_is_none() {
-        assert_eq!(parse_diskstats_reads(DISKSTATS, 8, 0), None);
-        assert_eq!(parse_diskstats_reads("", 8, 0), None);
-        assert_eq!(parse_diskstats_reads(" 8 0 sda notanumber 1 2", 8, 0), None);
-        assert_eq!(parse_diskstats_reads(" 8 0 sda", 8, 0), None);
-    }
-
-    #[test]
-    fn sys_stat_first_field_is_reads_completed() {
-        let line = "   40791     6183  3760234    32422    22405    32850  9302872    41145        0     9684    74671\n";
-        assert_eq!(parse_sys_stat_reads(line), Some(40791));
-        assert_eq!(parse_sys_stat_reads(""), None);
-        assert_eq!(parse_sys_stat_reads("x 1 2"), None);
-    }
-
-    #[test]
-    fn dev_numbers_parse() {
-        assert_eq!(parse_dev_numbers("259:3\n"), Some((259, 3)));
-        assert_eq!(parse_dev_numbers("259"), None);
-        assert_eq!(parse_dev_numbers("a:b"), None);
-    }
+    use super::*;
 
     #[cfg(target_os = "linux")]
     #[test]
@@ -480,20 +329,5 @@ mod tests {
             resident_pages_sampled(&path, 64, 1 << 20).expect("whole"),
             (full_resident, full_total)
         );
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn block_device_of_root_file_system_or_reason() {
-        // Containers often put / on overlayfs (no block device); both outcomes must be clean.
-        match block_device_of(Path::new("/")) {
-            Ok(dev) => {
-                assert!(!dev.name.is_empty() && !dev.disk.is_empty());
-                assert!(dev.reads_completed().is_ok(), "{dev:?}");
-                let lbs = dev.logical_block_size().expect("logical block size");
-                assert!(lbs >= 512 && lbs.is_power_of_two());
-            }
-            Err(Unknown(reason)) => assert!(reason.contains("device"), "{reason}"),
-        }
     }
 }

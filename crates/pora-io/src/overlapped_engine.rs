@@ -1,8 +1,8 @@
 //! The platform-independent half of the Windows overlapped backends (`iocp`, `iocp-unbuffered`):
-//! which bytes to read around a sample, the sector-alignment rules, the aligned buffer slab and
 //! the slot state machine that turns "started / completed at once / completed later on the
-//! port" into [`Completion`]s. It has no `cfg` so it is unit-tested on every platform with a fake
-//! OS driver; `windows::iocp` supplies the real driver (ReadFile + a completion port).
+//! port" into [`Completion`]s, over the ranges, sector rules and buffer slab of
+//! [`crate::align`]. It has no `cfg` so it is unit-tested on every platform with a fake OS
+//! driver; `windows::iocp` supplies the real driver (ReadFile + a completion port).
 //!
 //! The shape follows TigerBeetle's `src/io/windows.zig`: operation slots are owned by the worker
 //! and allocated once at its depth, nothing is allocated per read, and the caller's deadline is
@@ -16,156 +16,21 @@
 // Only the Windows backend uses this at run time; elsewhere it is compiled for its unit tests.
 #![cfg_attr(not(windows), allow(dead_code))]
 
+use crate::align::{check_sector_alignment, BlockRange, SpanPlan};
 use crate::leak::note_leaked_backend;
 use crate::{
-    BlockSize, CancelOutcome, Completion, IoError, QueueFull, Read, ReadError, ReadErrorKind,
-    Sample, SAMPLE_LEN, TEARDOWN_WAIT,
+    CancelOutcome, Completion, IoError, QueueFull, ReadError, ReadErrorKind, Sample, SampleRead,
+    SAMPLE_LEN, TEARDOWN_WAIT,
 };
-use std::alloc::Layout;
 use std::collections::VecDeque;
-use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 /// Win32 `ERROR_HANDLE_EOF`: the read started at or past the end of the file.
 pub(crate) const WIN32_ERROR_HANDLE_EOF: i32 = 38;
 /// Win32 `INFINITE` wait timeout.
 pub(crate) const WAIT_INFINITE_MS: u32 = u32::MAX;
-/// Sector size assumed when the volume cannot be asked (the common "4Kn"/"512e" physical size).
-pub(crate) const FALLBACK_SECTOR_BYTES: u32 = 4096;
-/// Largest read unit pora issues (one `--block-size`); keeps `2 * unit` within `u32`.
-pub(crate) const MAX_UNIT_BYTES: u32 = 64 << 20;
 /// Win32 `ERROR_INVALID_HANDLE`: what a read naming a file that is not open completes with.
 pub(crate) const WIN32_ERROR_INVALID_HANDLE: i32 = 6;
-
-/// `value` rounded down to a multiple of `unit` (a power of two).
-pub(crate) fn align_down(value: u64, unit: u64) -> u64 {
-    debug_assert!(unit.is_power_of_two());
-    value & !(unit - 1)
-}
-
-/// `value` rounded up to a multiple of `unit` (a power of two); `None` on overflow.
-pub(crate) fn align_up(value: u64, unit: u64) -> Option<u64> {
-    debug_assert!(unit.is_power_of_two());
-    Some(value.checked_add(unit - 1)? & !(unit - 1))
-}
-
-/// The byte range one read moves: whole `unit`s around the sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
-    /// File offset of the first byte read.
-    pub offset: u64,
-    /// Bytes read.
-    pub len: u32,
-    /// Where the sample starts inside the bytes read.
-    pub sample_at: u32,
-}
-
-/// Alignment unit of a read: 1 reads exactly the sample; a sector size or `--block-size`
-/// reads the whole aligned units that contain it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SpanPlan {
-    unit: u32,
-}
-
-impl SpanPlan {
-    /// A plan reading whole `unit`-byte blocks; `unit` must be a power of two up to
-    /// [`MAX_UNIT_BYTES`].
-    pub(crate) fn new(unit: u32) -> Result<SpanPlan, IoError> {
-        if !unit.is_power_of_two() || unit > MAX_UNIT_BYTES {
-            return Err(IoError::Config(format!(
-                "read unit {unit} bytes: must be a power of two up to {MAX_UNIT_BYTES}"
-            )));
-        }
-        Ok(SpanPlan { unit })
-    }
-
-    pub(crate) fn unit(self) -> u32 {
-        self.unit
-    }
-
-    /// The largest span any sample can need: one unit, or two when the sample straddles a
-    /// unit boundary. This is the per-slot buffer size.
-    pub(crate) fn max_span_len(self) -> u32 {
-        let unit = u64::from(self.unit);
-        align_up(SAMPLE_LEN as u64 + unit - 1, unit).expect("unit is at most 2^24") as u32
-    }
-
-    /// The span that holds the sample at `offset`; `None` when it would pass `u64::MAX`.
-    pub(crate) fn span(self, offset: u64) -> Option<Span> {
-        let unit = u64::from(self.unit);
-        let start = align_down(offset, unit);
-        let end = align_up(offset.checked_add(SAMPLE_LEN as u64)?, unit)?;
-        Some(Span {
-            offset: start,
-            len: (end - start) as u32,
-            sample_at: (offset - start) as u32,
-        })
-    }
-}
-
-/// Bytes one read moves: by default the sample itself (1: no rounding) or, unbuffered, one
-/// sector; `--block-size n` reads the `n`-aligned block(s) around the sample and must be a power
-/// of two from 32 bytes to [`MAX_UNIT_BYTES`] and, unbuffered, a multiple of the sector size.
-pub(crate) fn read_unit(block: BlockSize, sector: Option<u32>) -> Result<u32, IoError> {
-    let n = match (block, sector) {
-        (BlockSize::Natural, None) => return Ok(1),
-        (BlockSize::Natural, Some(sector)) => return Ok(sector),
-        (BlockSize::Bytes(n), _) => n,
-    };
-    if !n.is_power_of_two() || !(SAMPLE_LEN as u32..=MAX_UNIT_BYTES).contains(&n) {
-        return Err(IoError::Config(format!(
-            "--block-size {n}: must be a power of two from {SAMPLE_LEN} to {MAX_UNIT_BYTES} bytes"
-        )));
-    }
-    match sector {
-        Some(sector) if n % sector != 0 => Err(IoError::Config(format!(
-            "--block-size {n}: unbuffered reads need a multiple of the volume's {sector}-byte sector"
-        ))),
-        _ => Ok(n),
-    }
-}
-
-/// Why an unbuffered read would break the sector rules (pora checks this itself: Wine, and some
-/// Windows file systems, do not reject misaligned unbuffered reads).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Misaligned {
-    #[error("offset {0} is not a multiple of the sector size")]
-    Offset(u64),
-    #[error("length {0} is not a multiple of the sector size")]
-    Length(u32),
-    #[error("buffer address {0:#x} is not a multiple of the sector size")]
-    Buffer(usize),
-}
-
-/// Checks the `FILE_FLAG_NO_BUFFERING` rules: file offset, length and buffer address are all
-/// multiples of the sector size.
-pub(crate) fn check_sector_alignment(
-    span: Span,
-    buffer_addr: usize,
-    sector: u32,
-) -> Result<(), Misaligned> {
-    debug_assert!(sector.is_power_of_two());
-    let mask = u64::from(sector) - 1;
-    if span.offset & mask != 0 {
-        return Err(Misaligned::Offset(span.offset));
-    }
-    if u64::from(span.len) & mask != 0 || span.len == 0 {
-        return Err(Misaligned::Length(span.len));
-    }
-    if buffer_addr as u64 & mask != 0 {
-        return Err(Misaligned::Buffer(buffer_addr));
-    }
-    Ok(())
-}
-
-/// A usable sector size from what the OS reported: a power of two in 512..=65536, otherwise the
-/// fallback.
-pub(crate) fn sane_sector_size(reported: Option<u32>) -> u32 {
-    match reported {
-        Some(s) if s.is_power_of_two() && (512..=65536).contains(&s) => s,
-        _ => FALLBACK_SECTOR_BYTES,
-    }
-}
 
 /// Milliseconds to wait for `deadline` from `now`, rounded up so the wait never ends before the
 /// deadline; [`WAIT_INFINITE_MS`] without a deadline, 0 once it has passed.
@@ -176,78 +41,6 @@ pub(crate) fn timeout_ms(now: Instant, deadline: Option<Instant>) -> u32 {
     let left = deadline.saturating_duration_since(now);
     let ms = left.as_nanos().div_ceil(1_000_000);
     ms.min(u128::from(WAIT_INFINITE_MS - 1)) as u32
-}
-
-/// One allocation holding `slots` buffers of `slot_len` bytes, each starting at a multiple of
-/// `align`: allocated once per worker, never moved, freed on drop.
-pub(crate) struct AlignedSlab {
-    ptr: NonNull<u8>,
-    layout: Layout,
-    slot_len: usize,
-    slots: usize,
-}
-
-// SAFETY: the slab is plain owned memory; the raw pointer is not shared with other threads by
-// this type (the OS writes into it only while its owning worker has a read pending).
-unsafe impl Send for AlignedSlab {}
-
-impl AlignedSlab {
-    /// `slot_len` is rounded up to a multiple of `align` (a power of two) so every slot is aligned.
-    pub(crate) fn new(slots: usize, slot_len: usize, align: usize) -> Result<AlignedSlab, IoError> {
-        let bad = || {
-            IoError::Config(format!(
-                "cannot allocate {slots} buffers of {slot_len} bytes aligned to {align}"
-            ))
-        };
-        if slots == 0 || slot_len == 0 || !align.is_power_of_two() {
-            return Err(bad());
-        }
-        let slot_len = slot_len.checked_next_multiple_of(align).ok_or_else(bad)?;
-        let size = slot_len.checked_mul(slots).ok_or_else(bad)?;
-        let layout = Layout::from_size_align(size, align).map_err(|_| bad())?;
-        // SAFETY: `layout` has a non-zero size (slots and slot_len are non-zero).
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or_else(bad)?;
-        Ok(AlignedSlab {
-            ptr,
-            layout,
-            slot_len,
-            slots,
-        })
-    }
-
-    pub(crate) fn slot_len(&self) -> usize {
-        self.slot_len
-    }
-
-    /// Start of slot `slot`'s buffer; the OS writes here while a read is pending.
-    pub(crate) fn slot_ptr(&self, slot: usize) -> *mut u8 {
-        assert!(slot < self.slots, "slot {slot} of {}", self.slots);
-        // SAFETY: slot < slots, so the offset stays inside the allocation.
-        unsafe { self.ptr.as_ptr().add(slot * self.slot_len) }
-    }
-
-    /// The first `len` bytes of slot `slot`. Only called when no read into it is pending.
-    pub(crate) fn slot_bytes(&self, slot: usize, len: usize) -> &[u8] {
-        assert!(len <= self.slot_len);
-        // SAFETY: in bounds (checked above); no OS write is pending on this slot, so nothing
-        // mutates these bytes while the shared borrow of `self` lives.
-        unsafe { std::slice::from_raw_parts(self.slot_ptr(slot), len) }
-    }
-
-    /// Mutable view of a slot, for fakes that play the OS in tests.
-    #[cfg(test)]
-    pub(crate) fn slot_bytes_mut(&mut self, slot: usize) -> &mut [u8] {
-        // SAFETY: in bounds; `&mut self` guarantees no other borrow exists.
-        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), self.slot_len) }
-    }
-}
-
-impl Drop for AlignedSlab {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with exactly this layout and not freed before.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
 }
 
 /// What the OS said when a read was started.
@@ -286,7 +79,7 @@ pub(crate) trait OverlappedDriver {
     /// The first `len` bytes of slot `slot`'s buffer, once its read has finished.
     fn buffer(&self, slot: u32, len: u32) -> &[u8];
     /// Starts reading `span` of file `file` into slot `slot`'s buffer.
-    fn start(&mut self, slot: u32, file: u32, span: Span) -> Started;
+    fn start(&mut self, slot: u32, file: u32, span: BlockRange) -> Started;
     /// Waits at most `timeout_ms` (or forever: [`WAIT_INFINITE_MS`]) for at least one completion
     /// and stores what is ready (up to `events.len()`) in `events`. Returns how many; 0 on
     /// timeout.
@@ -301,8 +94,8 @@ pub(crate) trait OverlappedDriver {
 /// The read a slot is busy with.
 #[derive(Clone, Copy, Debug)]
 struct SlotUse {
-    read: Read,
-    span: Span,
+    read: SampleRead,
+    span: BlockRange,
 }
 
 /// Slot state machine of one overlapped worker: pushed → started → (completed now | pending on
@@ -367,16 +160,16 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         self.queued.len() + self.pending_in_os + self.ready.len()
     }
 
-    pub(crate) fn push(&mut self, read: Read) -> Result<(), QueueFull> {
+    pub(crate) fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
         if self.in_flight() >= self.capacity() {
             return Err(QueueFull);
         }
         // Slots in use = queued + pending <= in_flight < capacity, so one is free.
         let slot = self.free.pop().ok_or(QueueFull)?;
-        let span = self.plan.span(read.offset).unwrap_or(Span {
-            offset: read.offset,
+        let span = self.plan.span(read.offset).unwrap_or(BlockRange {
+            start: read.offset,
             len: 0,
-            sample_at: 0,
+            sample_pos: 0,
         });
         self.slots[slot as usize] = Some(SlotUse { read, span });
         self.queued.push(slot);
@@ -442,15 +235,15 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         };
         let result = match outcome {
             Ok(bytes) => {
-                let need = span.sample_at + SAMPLE_LEN as u32;
+                let need = span.sample_pos + SAMPLE_LEN as u32;
                 if bytes.min(span.len) >= need {
                     let mut sample: Sample = [0; SAMPLE_LEN];
                     sample.copy_from_slice(
-                        &self.driver.buffer(slot, need)[span.sample_at as usize..need as usize],
+                        &self.driver.buffer(slot, need)[span.sample_pos as usize..need as usize],
                     );
                     Ok(sample)
                 } else {
-                    let got = bytes.saturating_sub(span.sample_at).min(SAMPLE_LEN as u32);
+                    let got = bytes.saturating_sub(span.sample_pos).min(SAMPLE_LEN as u32);
                     error(ReadErrorKind::ShortRead {
                         got,
                         wanted: SAMPLE_LEN as u32,

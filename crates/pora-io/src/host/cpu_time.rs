@@ -2,12 +2,8 @@
 //! miner splits the time a synchronous read spends inside the backend into CPU work, such as an
 //! mmap copy from the page cache, and waiting for the device). Host facts, not device facts.
 
+use super::Unknown;
 use std::time::Duration;
-
-/// Why a fact (a CPU time, a device counter) is not known on this machine or for this file.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unknown(pub String);
 
 /// The process's CPU time so far, user plus system, over all threads.
 pub fn process_cpu_time() -> Result<Duration, Unknown> {
@@ -21,7 +17,7 @@ pub fn thread_cpu_time() -> Result<Duration, Unknown> {
 
 #[cfg(unix)]
 mod platform {
-    use super::Unknown;
+    use crate::host::Unknown;
     use std::time::Duration;
 
     pub fn process_cpu_time() -> Result<Duration, Unknown> {
@@ -60,7 +56,7 @@ mod platform {
 
 #[cfg(windows)]
 mod platform {
-    use super::Unknown;
+    use crate::host::Unknown;
     use std::time::Duration;
     use windows_sys::Win32::Foundation::{FILETIME, HANDLE};
     use windows_sys::Win32::System::Threading::{
@@ -112,7 +108,7 @@ mod platform {
 
 #[cfg(not(any(unix, windows)))]
 mod platform {
-    use super::Unknown;
+    use crate::host::Unknown;
     use std::time::Duration;
 
     const WHY: &str = "CPU time is not implemented on this OS";

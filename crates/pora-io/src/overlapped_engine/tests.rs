@@ -1,8 +1,11 @@
-//! Unit tests of the overlapped state machine and the sector rules, driven by a fake OS that
+//! Unit tests of the overlapped state machine and the Windows read units and sector rules, driven by a fake OS that
 //! completes some reads at once and others later "on the port" — the path Wine never takes
 //! (it completes every overlapped read asynchronously), tested here on every platform.
 
 use super::*;
+use crate::align::{power_of_two_read_unit, AlignedSlab, Misaligned, MAX_BLOCK_BYTES};
+use crate::host::sector_size::sane_sector_size;
+use crate::BlockSize;
 use std::time::Duration;
 
 /// The byte stored at file position `pos` of the fake file.
@@ -66,14 +69,14 @@ impl FakeOs {
     }
 
     /// What a read of `span` would return: bytes copied into the slot, or EOF.
-    fn perform(&mut self, slot: u32, span: Span) -> Result<u32, i32> {
-        if span.offset >= self.file_len {
+    fn perform(&mut self, slot: u32, span: BlockRange) -> Result<u32, i32> {
+        if span.start >= self.file_len {
             return Err(WIN32_ERROR_HANDLE_EOF);
         }
-        let n = (self.file_len - span.offset).min(u64::from(span.len)) as usize;
+        let n = (self.file_len - span.start).min(u64::from(span.len)) as usize;
         let buf = self.slab.slot_bytes_mut(slot as usize);
         for (i, b) in buf[..n].iter_mut().enumerate() {
-            *b = pattern(span.offset + i as u64);
+            *b = pattern(span.start + i as u64);
         }
         Ok(n as u32)
     }
@@ -86,9 +89,9 @@ impl OverlappedDriver for FakeOs {
     fn buffer(&self, slot: u32, len: u32) -> &[u8] {
         self.slab.slot_bytes(slot as usize, len as usize)
     }
-    fn start(&mut self, slot: u32, _file: u32, span: Span) -> Started {
+    fn start(&mut self, slot: u32, _file: u32, span: BlockRange) -> Started {
         self.starts += 1;
-        match (self.mode)(span.offset) {
+        match (self.mode)(span.start) {
             Mode::Fail(code) => Started::Failed { code },
             Mode::Immediate => match self.perform(slot, span) {
                 Ok(bytes) => Started::CompletedNow { bytes },
@@ -138,8 +141,8 @@ impl OverlappedDriver for FakeOs {
     }
 }
 
-fn read(tag: u32, offset: u64) -> Read {
-    Read {
+fn read(tag: u32, offset: u64) -> SampleRead {
+    SampleRead {
         tag,
         file: 0,
         offset,
@@ -178,18 +181,18 @@ fn span_reads_exactly_the_sample_with_unit_one() {
     assert_eq!(plan.max_span_len(), 32);
     assert_eq!(
         plan.span(100),
-        Some(Span {
-            offset: 100,
+        Some(BlockRange {
+            start: 100,
             len: 32,
-            sample_at: 0
+            sample_pos: 0
         })
     );
     assert_eq!(
         plan.span(u64::MAX - 32),
-        Some(Span {
-            offset: u64::MAX - 32,
+        Some(BlockRange {
+            start: u64::MAX - 32,
             len: 32,
-            sample_at: 0
+            sample_pos: 0
         })
     );
     assert_eq!(
@@ -205,36 +208,36 @@ fn span_covers_whole_sectors_for_512_and_4096() {
     assert_eq!(s512.max_span_len(), 1024);
     assert_eq!(
         s512.span(900),
-        Some(Span {
-            offset: 512,
+        Some(BlockRange {
+            start: 512,
             len: 512,
-            sample_at: 388
+            sample_pos: 388
         })
     );
     assert_eq!(
         s512.span(1000),
-        Some(Span {
-            offset: 512,
+        Some(BlockRange {
+            start: 512,
             len: 1024,
-            sample_at: 488
+            sample_pos: 488
         }),
         "1000..1032 crosses 1024"
     );
     assert_eq!(
         s512.span(480),
-        Some(Span {
-            offset: 0,
+        Some(BlockRange {
+            start: 0,
             len: 512,
-            sample_at: 480
+            sample_pos: 480
         }),
         "ends exactly at the boundary"
     );
     assert_eq!(
         s512.span(500),
-        Some(Span {
-            offset: 0,
+        Some(BlockRange {
+            start: 0,
             len: 1024,
-            sample_at: 500
+            sample_pos: 500
         }),
         "straddles two sectors"
     );
@@ -242,35 +245,35 @@ fn span_covers_whole_sectors_for_512_and_4096() {
     assert_eq!(s4k.max_span_len(), 8192);
     assert_eq!(
         s4k.span(0),
-        Some(Span {
-            offset: 0,
+        Some(BlockRange {
+            start: 0,
             len: 4096,
-            sample_at: 0
+            sample_pos: 0
         })
     );
     assert_eq!(
         s4k.span(3 * 4096 + 4064),
-        Some(Span {
-            offset: 3 * 4096,
+        Some(BlockRange {
+            start: 3 * 4096,
             len: 4096,
-            sample_at: 4064
+            sample_pos: 4064
         })
     );
     assert_eq!(
         s4k.span(4095),
-        Some(Span {
-            offset: 0,
+        Some(BlockRange {
+            start: 0,
             len: 8192,
-            sample_at: 4095
+            sample_pos: 4095
         })
     );
     let big = (5u64 << 32) + 4096 * 7 + 12;
     assert_eq!(
         s4k.span(big),
-        Some(Span {
-            offset: (5u64 << 32) + 4096 * 7,
+        Some(BlockRange {
+            start: (5u64 << 32) + 4096 * 7,
             len: 4096,
-            sample_at: 12
+            sample_pos: 12
         })
     );
     assert_eq!(s4k.span(u64::MAX - 40), None, "rounding up past u64::MAX");
@@ -286,9 +289,9 @@ fn small_units_never_overflow_the_slot_buffer() {
                 span.len <= plan.max_span_len(),
                 "unit {unit} offset {offset}"
             );
-            assert_eq!(span.offset + u64::from(span.sample_at), offset);
-            assert!(span.sample_at + 32 <= span.len);
-            assert_eq!(span.offset % u64::from(unit), 0);
+            assert_eq!(span.start + u64::from(span.sample_pos), offset);
+            assert!(span.sample_pos + 32 <= span.len);
+            assert_eq!(span.start % u64::from(unit), 0);
             assert_eq!(span.len % unit, 0);
         }
     }
@@ -298,30 +301,30 @@ fn small_units_never_overflow_the_slot_buffer() {
 fn span_plan_rejects_bad_units() {
     assert!(SpanPlan::new(0).is_err());
     assert!(SpanPlan::new(3000).is_err());
-    assert!(SpanPlan::new(MAX_UNIT_BYTES * 2).is_err());
+    assert!(SpanPlan::new(MAX_BLOCK_BYTES * 2).is_err());
 }
 
 #[test]
 fn sector_rules_check_offset_length_and_buffer() {
     for sector in [512u32, 4096] {
-        let ok = Span {
-            offset: 7 * u64::from(sector),
+        let ok = BlockRange {
+            start: 7 * u64::from(sector),
             len: 2 * sector,
-            sample_at: 3,
+            sample_pos: 3,
         };
         assert_eq!(
             check_sector_alignment(ok, 16 * sector as usize, sector),
             Ok(())
         );
-        let off = Span {
-            offset: ok.offset + 32,
+        let off = BlockRange {
+            start: ok.start + 32,
             ..ok
         };
         assert_eq!(
             check_sector_alignment(off, 0, sector),
-            Err(Misaligned::Offset(off.offset))
+            Err(Misaligned::Offset(off.start))
         );
-        let len = Span {
+        let len = BlockRange {
             len: sector + 32,
             ..ok
         };
@@ -330,7 +333,7 @@ fn sector_rules_check_offset_length_and_buffer() {
             Err(Misaligned::Length(sector + 32))
         );
         assert_eq!(
-            check_sector_alignment(Span { len: 0, ..ok }, 0, sector),
+            check_sector_alignment(BlockRange { len: 0, ..ok }, 0, sector),
             Err(Misaligned::Length(0))
         );
         let addr = 3 * sector as usize + 256;
@@ -340,10 +343,10 @@ fn sector_rules_check_offset_length_and_buffer() {
         );
     }
     // A 512-aligned span is not 4096-aligned.
-    let span = Span {
-        offset: 512,
+    let span = BlockRange {
+        start: 512,
         len: 512,
-        sample_at: 0,
+        sample_pos: 0,
     };
     assert_eq!(check_sector_alignment(span, 0, 512), Ok(()));
     assert!(check_sector_alignment(span, 0, 4096).is_err());
@@ -659,7 +662,7 @@ fn reads_naming_an_unopened_file_fail_alone() {
     let plan = SpanPlan::new(1).unwrap();
     let fake = FakeOs::new(MIB, 2, plan, 64, |_| Mode::Immediate);
     let mut e = engine(fake, plan, None, 2);
-    e.push(Read {
+    e.push(SampleRead {
         tag: 0,
         file: 1,
         offset: 64,
@@ -679,18 +682,30 @@ fn reads_naming_an_unopened_file_fail_alone() {
 
 #[test]
 fn block_sizes_are_checked_against_the_sector() {
-    assert_eq!(read_unit(BlockSize::Natural, None).unwrap(), 1);
-    assert_eq!(read_unit(BlockSize::Natural, Some(512)).unwrap(), 512);
-    assert_eq!(read_unit(BlockSize::Bytes(4096), None).unwrap(), 4096);
-    assert_eq!(read_unit(BlockSize::Bytes(4096), Some(512)).unwrap(), 4096);
-    assert_eq!(read_unit(BlockSize::Bytes(32), None).unwrap(), 32);
-    for bad in [0u32, 16, 3000, MAX_UNIT_BYTES * 2, 1 << 30] {
-        let err = read_unit(BlockSize::Bytes(bad), None)
+    assert_eq!(power_of_two_read_unit(BlockSize::Natural, None).unwrap(), 1);
+    assert_eq!(
+        power_of_two_read_unit(BlockSize::Natural, Some(512)).unwrap(),
+        512
+    );
+    assert_eq!(
+        power_of_two_read_unit(BlockSize::Bytes(4096), None).unwrap(),
+        4096
+    );
+    assert_eq!(
+        power_of_two_read_unit(BlockSize::Bytes(4096), Some(512)).unwrap(),
+        4096
+    );
+    assert_eq!(
+        power_of_two_read_unit(BlockSize::Bytes(32), None).unwrap(),
+        32
+    );
+    for bad in [0u32, 16, 3000, MAX_BLOCK_BYTES * 2, 1 << 30] {
+        let err = power_of_two_read_unit(BlockSize::Bytes(bad), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains(&bad.to_string()), "{err}");
     }
-    let err = read_unit(BlockSize::Bytes(512), Some(4096))
+    let err = power_of_two_read_unit(BlockSize::Bytes(512), Some(4096))
         .unwrap_err()
         .to_string();
     assert!(

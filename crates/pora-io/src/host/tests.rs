@@ -1,0 +1,133 @@
+//! Host facts read from canned sysfs / procfs trees: partitions, a LUKS volume over md RAID 0
+//! of two NVMe drives, `/proc/meminfo` and mountinfo text.
+
+use super::block_device::{active_scheduler, device_facts, mount_source, Layer};
+use super::file_system::fs_name;
+use super::memory::{meminfo, MemInfo};
+use super::Roots;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn queue(dir: &Path, sched: &str, ra_kb: u32, rot: u8) {
+    write(&dir.join("queue/scheduler"), sched);
+    write(&dir.join("queue/nr_requests"), "256\n");
+    write(&dir.join("queue/read_ahead_kb"), &format!("{ra_kb}\n"));
+    write(&dir.join("queue/rotational"), &format!("{rot}\n"));
+    write(&dir.join("queue/logical_block_size"), "512\n");
+    write(&dir.join("queue/physical_block_size"), "4096\n");
+}
+
+/// A canned tree: 254:1 is partition vda1 of vda; 253:0 is dm-0 (LUKS) over md0 (raid0)
+/// over nvme0n1p1 and nvme1n1.
+fn canned() -> (tempfile::TempDir, Roots) {
+    let t = tempfile::tempdir().unwrap();
+    let sys = t.path().join("sys");
+    let vda = sys.join("devices/virtio1/block/vda");
+    queue(&vda, "none [mq-deadline] kyber bfq\n", 8192, 1);
+    write(&vda.join("device/model"), "QEMU disk  \n");
+    write(&vda.join("vda1/partition"), "1\n");
+    let dm = sys.join("devices/virtual/block/dm-0");
+    queue(&dm, "none\n", 128, 0);
+    write(&dm.join("dm/uuid"), "CRYPT-LUKS2-abcdef-luks\n");
+    write(&dm.join("dm/name"), "luks-data\n");
+    let md = sys.join("devices/virtual/block/md0");
+    queue(&md, "none\n", 256, 0);
+    write(&md.join("md/level"), "raid0\n");
+    let n0 = sys.join("devices/pci/nvme0/block/nvme0n1");
+    queue(&n0, "[none] mq-deadline\n", 128, 0);
+    write(&n0.join("nvme0n1p1/partition"), "1\n");
+    let n1 = sys.join("devices/pci/nvme1/block/nvme1n1");
+    queue(&n1, "[none] mq-deadline\n", 128, 0);
+    fs::create_dir_all(dm.join("slaves")).unwrap();
+    fs::create_dir_all(md.join("slaves")).unwrap();
+    symlink(&md, dm.join("slaves/md0")).unwrap();
+    symlink(n0.join("nvme0n1p1"), md.join("slaves/nvme0n1p1")).unwrap();
+    symlink(&n1, md.join("slaves/nvme1n1")).unwrap();
+    fs::create_dir_all(sys.join("dev/block")).unwrap();
+    symlink(vda.join("vda1"), sys.join("dev/block/254:1")).unwrap();
+    symlink(&dm, sys.join("dev/block/253:0")).unwrap();
+    let proc = t.path().join("proc");
+    write(
+        &proc.join("meminfo"),
+        "MemTotal:        8000000 kB\nMemFree:  100 kB\nMemAvailable:    2000000 kB\n",
+    );
+    (t, Roots { sys, proc })
+}
+
+#[test]
+fn partition_resolves_to_parent_disk_queue() {
+    let (_t, roots) = canned();
+    let d = device_facts(&roots, 254, 1).unwrap();
+    assert_eq!((d.name.as_str(), d.disk.as_str()), ("vda1", "vda"));
+    assert_eq!(d.model.as_deref(), Some("QEMU disk"));
+    assert_eq!(d.queue.scheduler.as_deref(), Some("mq-deadline"));
+    assert_eq!(d.queue.read_ahead_kb, Some(8192));
+    assert_eq!(d.queue.rotational, Some(true));
+    assert_eq!(
+        (d.queue.logical_block_bytes, d.queue.physical_block_bytes),
+        (Some(512), Some(4096))
+    );
+    assert!(d.layers.is_empty());
+    assert_eq!(d.leaves.len(), 1);
+    assert_eq!(d.leaves[0].name, "vda");
+}
+
+#[test]
+fn crypt_over_raid_layers_and_leaves() {
+    let (_t, roots) = canned();
+    let d = device_facts(&roots, 253, 0).unwrap();
+    assert_eq!(d.disk, "dm-0");
+    assert_eq!(
+        d.layers,
+        vec![
+            Layer::DmCrypt {
+                name: "dm-0".into(),
+                dm_name: Some("luks-data".into())
+            },
+            Layer::Raid {
+                name: "md0".into(),
+                level: "raid0".into()
+            }
+        ]
+    );
+    let leaves: Vec<_> = d.leaves.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(leaves, ["nvme0n1", "nvme1n1"]);
+    assert_eq!(d.leaves[0].queue.scheduler.as_deref(), Some("none"));
+    assert!(device_facts(&roots, 8, 0).is_none());
+}
+
+#[test]
+fn meminfo_and_scheduler_parsing() {
+    let (_t, roots) = canned();
+    assert_eq!(
+        meminfo(&roots).unwrap(),
+        MemInfo {
+            total_bytes: 8_000_000 * 1024,
+            available_bytes: 2_000_000 * 1024
+        }
+    );
+    assert_eq!(active_scheduler("none"), Some("none".into()));
+    assert_eq!(active_scheduler("[none] mq-deadline"), Some("none".into()));
+    assert_eq!(active_scheduler(""), None);
+    let bad = Roots {
+        sys: roots.sys.clone(),
+        proc: roots.sys.join("nope"),
+    };
+    assert!(meminfo(&bad).is_err());
+}
+
+#[test]
+fn mountinfo_source_for_anonymous_device() {
+    let info = "29 1 0:27 / / rw,relatime shared:1 - btrfs /dev/nvme0n1p2 rw,ssd\n\
+                30 29 0:5 / /dev rw - devtmpfs udev rw\n";
+    assert_eq!(mount_source(info, 0, 27).as_deref(), Some("/dev/nvme0n1p2"));
+    assert_eq!(mount_source(info, 0, 99), None);
+    assert_eq!(fs_name(0xEF53), Some("ext4"));
+    assert_eq!(fs_name(0x1234), None);
+}

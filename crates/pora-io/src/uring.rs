@@ -39,6 +39,12 @@ const CANCEL_USER_DATA: u64 = u64::MAX - 1;
 const MAX_RING_ENTRIES: usize = 32768;
 /// A single registered buffer may not exceed 1 GiB.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
+/// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`. A batch
+/// of SQEs in one enter is plugged and reaches the device as one notification; at moderate depth
+/// that makes reads queue behind each other, and per-read submission (fio's rhythm) measured up
+/// to 20% faster at depth 8 and 3–5% at 32, while at 64–128 the two were within noise and
+/// buffered rings lost badly (a cache miss is punted per enter): docs/BENCHMARKS.md §16.
+const SUBMIT_EACH_MAX_DEPTH: usize = 32;
 
 /// Whether io_uring can be used here; the reason when not. Probed once per process.
 pub fn probe() -> Result<(), String> {
@@ -247,6 +253,8 @@ struct UringBackend {
     ready: Vec<Completion>,
     /// CQEs copied out of the completion queue before processing: (user_data, result).
     cqe_scratch: Vec<(u64, i32)>,
+    /// Submit every read in its own enter (O_DIRECT, depth <= [`SUBMIT_EACH_MAX_DEPTH`]).
+    submit_each: bool,
 }
 
 impl UringBackend {
@@ -307,6 +315,7 @@ impl UringBackend {
             queued: Vec::with_capacity(depth),
             ready: Vec::with_capacity(depth),
             cqe_scratch: Vec::with_capacity(cq_entries),
+            submit_each: direct && depth <= SUBMIT_EACH_MAX_DEPTH,
         })
     }
 
@@ -695,6 +704,9 @@ impl Backend for UringBackend {
         for i in 0..self.queued.len() {
             let id = self.queued[i];
             self.push_entry(id)?;
+            if self.submit_each {
+                self.enter(0, None)?;
+            }
         }
         self.queued.clear();
         // Resubmit until the kernel has taken every entry (EAGAIN/EBUSY leave some behind).

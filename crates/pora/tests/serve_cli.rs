@@ -771,6 +771,10 @@ fn sigterm_during_a_slot_answers_partial_counts_and_exits_0() {
             serde_json::from_str::<Value>(&text).unwrap()
         });
         wait_for_running_slot(served);
+        // `slotRunning` turns true before the worker's first read: give the slot time to try
+        // some nonces, so "partial counts" has something to count (a signal 0.5 ms in once
+        // answered noncesTried 0 on a loaded CI machine). The slot itself runs for 60 s.
+        std::thread::sleep(Duration::from_millis(300));
         let signalled = Instant::now();
         // SAFETY: kill(2) on our own child's pid.
         assert_eq!(

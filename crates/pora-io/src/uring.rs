@@ -42,9 +42,10 @@ const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
 /// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`. A batch
 /// of SQEs in one enter is plugged and reaches the device as one notification; at moderate depth
 /// that makes reads queue behind each other, and per-read submission (fio's rhythm) measured up
-/// to 20% faster at depth 8 and 3–5% at 32, while at 64–128 the two were within noise and
-/// buffered rings lost badly (a cache miss is punted per enter): docs/BENCHMARKS.md §16.
-const SUBMIT_EACH_MAX_DEPTH: usize = 32;
+/// to 20% faster at depth 8 and 3–5% at 32; at 64 the miner was within noise either way while
+/// `pora bench` went from 0.93 to 0.99 of fio, so 64 is included; at 128 the batch held its own
+/// and buffered rings lost badly (a cache miss is punted per enter): docs/BENCHMARKS.md §16, §17.
+const SUBMIT_EACH_MAX_DEPTH: usize = 64;
 
 /// Whether io_uring can be used here; the reason when not. Probed once per process.
 pub fn probe() -> Result<(), String> {

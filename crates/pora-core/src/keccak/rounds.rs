@@ -85,7 +85,7 @@ macro_rules! unrolled {
 /// `chi(a, b, c) = a ^ (!b & c)` and `splat(u64)` (the same word in every state). Within a round
 /// every index and rotation is a constant, so each rotation compiles to immediates.
 macro_rules! keccak_f1600_rounds {
-    ($state:ident, xor5: $xor5:ident, xor: $xor:ident, rol: $rol:ident, chi: $chi:ident,
+    ($state:expr, xor5: $xor5:ident, xor: $xor:ident, rol: $rol:ident, chi: $chi:ident,
      splat: $splat:ident) => {{
         use $crate::keccak::rounds::{PI_DESTINATIONS, RHO_OFFSETS, ROUND_CONSTANTS};
         for round_constant in ROUND_CONSTANTS {

@@ -8,16 +8,29 @@ use core::arch::x86_64::*;
 /// Messages hashed per call.
 pub(super) const WAY: usize = 4;
 
+/// The state's 25 vectors on a 64-byte boundary. The round function keeps more vectors live
+/// than AVX2 has registers, so LLVM spills to the stack with unaligned 32-byte moves at offsets
+/// from `rsp`, which the ABI aligns to 16 only: entered with `rsp` at 16 mod 32 (it depends on
+/// the caller), half the spills straddle a cache line, and the permutation took ~245 ns per
+/// message inside `pora mine` against ~150 ns in `examples/keccak-batch`. An over-aligned local
+/// makes the function realign its frame, so every spill slot is aligned whoever calls it:
+/// `pora mine` on a cached shard +22–47% nonces/s (docs/BENCHMARKS.md §17).
+#[repr(C, align(64))]
+struct AlignedState([__m256i; 25]);
+
 /// Keccak-256 of four padded blocks (see `keccak256_padded_block`), `out[i]` for `blocks[i]`.
 #[target_feature(enable = "avx2")]
 pub(super) fn keccak256_padded_x4(blocks: &[[u64; 17]; WAY], out: &mut [[u64; 4]; WAY]) {
-    let mut state = [_mm256_setzero_si256(); 25];
-    for (word, lanes) in state.iter_mut().enumerate().take(17) {
+    let mut frame = AlignedState([_mm256_setzero_si256(); 25]);
+    // Taking the frame's address keeps it (and so the realigned stack) from being optimised
+    // into registers; it costs 25 stores per permutation.
+    core::hint::black_box(&mut frame);
+    for (word, lanes) in frame.0.iter_mut().enumerate().take(17) {
         let lane = |m: usize| blocks[m][word] as i64;
         *lanes = _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3));
     }
-    keccak_f1600_rounds!(state, xor5: xor5, xor: xor, rol: rol, chi: chi, splat: splat);
-    for (word, lanes) in state.iter().enumerate().take(4) {
+    keccak_f1600_rounds!(frame.0, xor5: xor5, xor: xor, rol: rol, chi: chi, splat: splat);
+    for (word, lanes) in frame.0.iter().enumerate().take(4) {
         out[0][word] = _mm256_extract_epi64::<0>(*lanes) as u64;
         out[1][word] = _mm256_extract_epi64::<1>(*lanes) as u64;
         out[2][word] = _mm256_extract_epi64::<2>(*lanes) as u64;

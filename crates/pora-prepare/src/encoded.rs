@@ -102,13 +102,24 @@ impl EncodedFile {
             })
     }
 
-    /// The stored bytes of KV `kv_idx` (must be in the file).
+    /// The stored bytes of KV `kv_idx` (fails unless it is in the file).
     pub fn read_kv(&self, kv_idx: u64, buf: &mut [u8]) -> Result<()> {
+        self.check_kv(kv_idx)?;
         self.read_at(data_offset(&self.data.header, kv_idx), buf)
     }
 
     /// The meta entries of KVs `range` (global indices inside the file), 32 bytes each.
     pub fn read_metas(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let held = self.kv_range();
+        ensure!(
+            range.start >= held.start && range.end <= held.end && range.start <= range.end,
+            "KVs {}..{} are outside {}, which holds KVs {}..{}",
+            range.start,
+            range.end,
+            self.data.path.display(),
+            held.start,
+            held.end
+        );
         let start = meta_offset(&self.data.header, range.start);
         let mut buf = vec![0u8; ((range.end - range.start) * META_SIZE) as usize];
         let end = start + buf.len() as u64;

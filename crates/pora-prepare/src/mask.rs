@@ -5,7 +5,7 @@
 use crate::create::create_or_truncate;
 use crate::error::{PrepareError, Result};
 use pora_core::hex::to_hex;
-use pora_encode::{EncodeKey, COMMIT_LEN, MASK_BYTES};
+use pora_encode::{EncodeKey, COMMIT_LEN, MASK_BYTES, WORDS_PER_KV};
 use std::io::Write;
 use std::path::Path;
 
@@ -66,8 +66,18 @@ pub struct MaskRecord {
     pub sample: Option<String>,
 }
 
-/// The mask of `key` and its record, with word `sample` when asked.
-pub fn mask_record(key: &EncodeKey, sample: Option<u16>) -> (MaskRecord, Box<[u8; MASK_BYTES]>) {
+/// The mask of `key` and its record, with word `sample` (0..4095) when asked.
+pub fn mask_record(
+    key: &EncodeKey,
+    sample: Option<u16>,
+) -> Result<(MaskRecord, Box<[u8; MASK_BYTES]>)> {
+    if let Some(j) = sample.filter(|&j| j as usize >= WORDS_PER_KV) {
+        return Err(pora_encode::Error::WordIndex {
+            index: j as usize,
+            words: WORDS_PER_KV,
+        }
+        .into());
+    }
     let mask = pora_encode::mask(key);
     let word = sample.map(|j| to_hex(&mask[32 * j as usize..32 * (j as usize + 1)]));
     let record = MaskRecord {
@@ -76,7 +86,7 @@ pub fn mask_record(key: &EncodeKey, sample: Option<u16>) -> (MaskRecord, Box<[u8
         sample_idx: sample,
         sample: word,
     };
-    (record, mask)
+    Ok((record, mask))
 }
 
 /// SHA-256 of `bytes`.

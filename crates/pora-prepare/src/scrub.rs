@@ -121,6 +121,7 @@ pub fn check(
     threads: usize,
     progress: OnProgress,
 ) -> Result<Vec<Mismatch>> {
+    ensure!(threads > 0, "--threads 0: need at least one thread");
     let next = AtomicUsize::new(0);
     let found = Mutex::new(Vec::new());
     std::thread::scope(|s| -> Result<()> {

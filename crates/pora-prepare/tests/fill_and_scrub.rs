@@ -68,6 +68,11 @@ fn fill_in_two_ranges_then_scrub() {
     let bad = scrub::check(&files, &chosen.work, 2, &|_| {}).unwrap();
     assert_eq!(bad.len(), 1);
     assert_eq!((bad[0].kv_idx, bad[0].first_word), (6, 3));
+
+    // Bad input is an error, not a panic or a silent pass.
+    let mut kv = vec![0u8; 131_072];
+    assert!(files[0].read_kv(3, &mut kv).is_err() && files[0].read_metas(7..9).is_err());
+    assert!(scrub::check(&files, &chosen.work, 0, &|_| {}).is_err());
 }
 
 #[test]
@@ -88,5 +93,6 @@ fn refusals_name_the_flag() {
         "--kv-range 0..2 is outside shard 1, which holds KVs 4..8"
     );
     assert!(parse_kv_range("3..3").is_err() && parse_kv_range("3").is_err());
+    assert!(pora_prepare::mask::mask_record(&[0; 32], Some(4096)).is_err());
     assert!(scrub::check_sample_rate(0.0).is_err() && scrub::check_sample_rate(0.5).is_ok());
 }

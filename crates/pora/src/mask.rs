@@ -45,7 +45,7 @@ pub fn run(args: MaskArgs) -> anyhow::Result<()> {
         )?,
         _ => anyhow::bail!("give --key, or --miner with --kv-idx"),
     };
-    let (record, mask) = mask_record(&key, args.sample);
+    let (record, mask) = mask_record(&key, args.sample)?;
     if let Some(out) = &args.out {
         write_new_file(out, &mask[..], args.force)?;
     }

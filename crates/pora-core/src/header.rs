@@ -45,8 +45,10 @@ impl EncodeType {
     }
 }
 
-/// A parsed and validated data-file header.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed and validated data-file header (serialized with es-node's field names, as
+/// `pora info --json` prints it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Header {
     pub version: u64,
     pub chunk_idx_start: u64,

@@ -10,7 +10,9 @@
 //! then also timestamps the refill. Nothing is allocated per read; each thread records into its
 //! own log-linear histogram (hdrhistogram), merged at the end.
 
+pub mod input;
 pub mod record;
+pub mod sweep;
 
 use hdrhistogram::Histogram;
 use pora_io::host::block_device::{block_device_of, BlockDevice};

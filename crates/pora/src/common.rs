@@ -1,5 +1,5 @@
-//! Flags shared by several commands (`hash`, `mine`, `serve`, `tune`) and their parsers, so that
-//! a flag means the same thing everywhere.
+//! Flags shared by several commands (`hash`, `mine`, `serve`, `tune`, `create`, `scrub`) and
+//! their parsers, so that a flag means the same thing everywhere.
 
 use anyhow::Context;
 use clap::ArgAction;
@@ -27,6 +27,15 @@ pub fn parse_miner(s: &str) -> Result<Address, String> {
 /// clap parser for 256-bit decimal or 0x-hex values.
 pub fn parse_u256_flag(s: &str) -> Result<U256, String> {
     parse_u256("value", s).map_err(|e| e.to_string())
+}
+
+/// `--threads` of `create --fill empty` and `scrub`, defaulting to every core.
+pub fn thread_count(threads: Option<usize>) -> anyhow::Result<usize> {
+    match threads {
+        Some(0) => anyhow::bail!("--threads 0: need at least one thread"),
+        Some(n) => Ok(n),
+        None => Ok(pora_mine::session::available_cpus()),
+    }
 }
 
 /// The difficulty inputs: either `--required-diff` or the contract's parameters.

@@ -1,26 +1,12 @@
-//! `pora create`: writes an es-node v1 data file for one shard, the size es-node preallocates.
-//!
-//! The header is first written with `status = STATUS_INCOMPLETE` and only rewritten as ready
-//! after the data is on disk (fsync), so a file interrupted half-way never parses as valid.
-//! Existing files are never overwritten without `--force`.
-//!
-//! `--fill empty` writes what es-node writes for a miner's empty encodeType-3 shard: every KV's
-//! BLOB_POSEIDON mask, computed on all cores, and every meta entry `0^24 ‖ 0x80 ‖ 0^7`. A KV's
-//! meta entry is written only after its data was synced, so after an interruption the meta
-//! region says exactly which KVs are durable: `--resume` re-checks the last of them and fills
-//! the rest. `--kv-range A..B` fills only those KVs (the others stay sparse, meta all zero).
+//! `pora create`: the flags of a new es-node v1 data file, its progress bar and its summary.
+//! Writing the file (incomplete until synced, never overwritten without `--force`) and the
+//! `--fill empty` mask fill (all cores, `--resume`, `--kv-range`) are `pora_prepare`'s.
 
-mod empty;
-
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use pora_core::header::{Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_READY, VERSION};
-use pora_core::{Address, EncodeType, SampleGeometry};
-use rand_xoshiro::rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use pora_core::Address;
+use pora_prepare::create::{self as prepare, CreateSpec};
+use pora_prepare::empty::{parse_kv_range, EmptyFill, EmptyFillOptions};
+use std::path::PathBuf;
 
 /// How the data region is filled.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,37 +85,10 @@ pub struct EmptyFillArgs {
     pub json: bool,
 }
 
-/// clap parser for `--kv-range A..B`.
-fn parse_kv_range(s: &str) -> Result<std::ops::Range<u64>, String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("--kv-range `{s}`: expected A..B (end exclusive)"))?;
-    let parse = |v: &str| {
-        v.trim()
-            .parse::<u64>()
-            .map_err(|e| format!("--kv-range `{s}`: `{v}` is not a KV index: {e}"))
-    };
-    let (a, b) = (parse(a)?, parse(b)?);
-    if a >= b {
-        return Err(format!("--kv-range `{s}`: empty range (A must be below B)"));
-    }
-    Ok(a..b)
-}
-
-/// `--threads`, defaulting to every core.
-pub fn thread_count(threads: Option<usize>) -> anyhow::Result<usize> {
-    match threads {
-        Some(0) => anyhow::bail!("--threads 0: need at least one thread"),
-        Some(n) => Ok(n),
-        None => Ok(pora_mine::session::available_cpus()),
-    }
-}
-
 /// `pora create` from the command line.
 pub fn run_command(cmd: CreateCommand) -> anyhow::Result<()> {
     if cmd.base.fill == Fill::Empty {
-        let header = plan_header(&cmd.base)?;
-        return empty::run(&cmd.base, &cmd.empty, &header);
+        return run_empty(&cmd.base, &cmd.empty);
     }
     let e = &cmd.empty;
     anyhow::ensure!(
@@ -140,8 +99,15 @@ pub fn run_command(cmd: CreateCommand) -> anyhow::Result<()> {
 }
 
 pub fn run(args: CreateArgs) -> anyhow::Result<()> {
-    let header = plan_header(&args)?;
-    write_file(&args, &header)?;
+    let spec = spec(&args);
+    let header = prepare::plan_header(&spec)?;
+    // A sparse file has no data to write, so no bar.
+    let quiet = args.quiet || args.fill == Fill::Sparse;
+    let counts = "{bytes}/{total_bytes} {bytes_per_sec}";
+    let bar = progress_bar(header.data_len(), quiet, "writing", counts);
+    let written = prepare::create(&spec, &header, &|n| bar.inc(n));
+    bar.finish_and_clear();
+    written?;
     if !args.quiet {
         eprintln!(
             "created {}: shard {}, {} chunks of {} bytes, {} bytes on disk",
@@ -155,110 +121,76 @@ pub fn run(args: CreateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The header for the requested shard, with every size checked.
-pub fn plan_header(args: &CreateArgs) -> anyhow::Result<Header> {
-    let geometry = SampleGeometry::new(args.shard, args.kv_entries_bits, args.kv_size_bits)?;
-    let kv_size = 1u64 << args.kv_size_bits;
-    let chunk_size = args.chunk_size.unwrap_or(kv_size);
-    anyhow::ensure!(
-        chunk_size.is_power_of_two() && chunk_size <= kv_size && chunk_size >= 32,
-        "--chunk-size {chunk_size}: must be a power of two between 32 and the KV size {kv_size}"
-    );
-    let chunks_per_shard = (1u64 << (args.kv_entries_bits + args.kv_size_bits)) / chunk_size;
-    let header = Header {
-        version: VERSION,
-        chunk_idx_start: geometry.shard_idx * chunks_per_shard,
-        chunk_idx_len: chunks_per_shard,
-        encode_type: EncodeType::from_u64(args.encode_type).expect("range-checked by clap"),
-        max_kv_size: kv_size,
-        chunk_size,
-        meta_size: META_SIZE,
-        miner: args.miner,
-        status: STATUS_READY,
+/// `--fill empty`: every KV's mask, with a KV progress bar and a summary (or `--json`).
+fn run_empty(args: &CreateArgs, opts: &EmptyFillArgs) -> anyhow::Result<()> {
+    let spec = spec(args);
+    let header = prepare::plan_header(&spec)?;
+    let options = EmptyFillOptions {
+        threads: crate::common::thread_count(opts.threads)?,
+        resume: opts.resume,
+        kv_range: opts.kv_range.clone(),
     };
-    // Round-trip through the parser: what we write must be what es-node and pora accept.
-    Header::parse(&args.file, &header.encode())?;
-    Ok(header)
-}
-
-fn write_file(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
-    let path = &args.file;
-    let mut file = open_for_create(path, args.force)?;
-    let total = header
-        .allocated_len()
-        .context("file size overflows 64 bits")?;
-    let mut wip = header.clone();
-    wip.status = STATUS_INCOMPLETE;
-    let ctx = || format!("writing {}", path.display());
-    file.write_all(&wip.encode()).with_context(ctx)?;
-    file.set_len(total).with_context(ctx)?;
-    if args.fill != Fill::Sparse {
-        fill_data(&mut file, header, args).with_context(ctx)?;
+    let fill = EmptyFill::open(&spec, &header, &options)?;
+    if fill.refilled > 0 && !args.quiet {
+        eprintln!(
+            "resume: {} filled KVs did not hold their mask; re-filling them",
+            fill.refilled
+        );
     }
-    file.sync_all().with_context(ctx)?;
-    file.seek(SeekFrom::Start(0)).with_context(ctx)?;
-    file.write_all(&header.encode()).with_context(ctx)?;
-    file.sync_all().with_context(ctx)?;
+    let counts = "{pos}/{len} KVs {per_sec}";
+    let bar = progress_bar(fill.kvs() as u64, args.quiet, "masking", counts);
+    let summary = fill.run(&|n| bar.inc(n));
+    bar.finish_and_clear();
+    let summary = summary?;
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else if !args.quiet {
+        eprintln!(
+            "filled {} KVs of {} in {:.2} s on {} threads ({:.2} ms per KV per core)",
+            summary.kvs,
+            args.file.display(),
+            summary.seconds,
+            summary.threads,
+            summary.ms_per_kv_per_core
+        );
+    }
     Ok(())
 }
 
-pub fn open_for_create(path: &Path, force: bool) -> anyhow::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true);
-    if force {
-        opts.create(true).truncate(true);
-    } else {
-        opts.create_new(true);
+/// What to create, from the flags.
+fn spec(args: &CreateArgs) -> CreateSpec {
+    CreateSpec {
+        file: args.file.clone(),
+        shard: args.shard,
+        kv_entries_bits: args.kv_entries_bits,
+        kv_size_bits: args.kv_size_bits,
+        chunk_size: args.chunk_size,
+        miner: args.miner,
+        encode_type: args.encode_type,
+        fill: match args.fill {
+            Fill::Random => prepare::Fill::Random,
+            Fill::Zero => prepare::Fill::Zero,
+            Fill::Sparse => prepare::Fill::Sparse,
+            Fill::Empty => prepare::Fill::Empty,
+        },
+        seed: args.seed,
+        force: args.force,
     }
-    opts.open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!(
-                "{}: file exists; pass --force to overwrite it (or, for --fill empty, \
-                 --resume to continue filling it)",
-                path.display()
-            )
-        } else {
-            anyhow::anyhow!("{}: {e}", path.display())
-        }
-    })
 }
 
-/// Writes the data region sequentially in large blocks; random bytes come from one seeded
-/// generator so a (seed, geometry) pair always yields the same file.
-fn fill_data(file: &mut File, header: &Header, args: &CreateArgs) -> std::io::Result<()> {
-    const BLOCK: usize = 8 << 20;
-    let data_len = header.data_len();
-    let progress = progress_bar(data_len, args.quiet);
-    let mut rng =
-        Xoshiro256PlusPlus::seed_from_u64(args.seed ^ header.chunk_idx_start.rotate_left(32));
-    let mut buf = vec![0u8; BLOCK];
-    file.seek(SeekFrom::Start(HEADER_SIZE))?;
-    let mut written = 0u64;
-    while written < data_len {
-        let n = (data_len - written).min(BLOCK as u64) as usize;
-        if args.fill == Fill::Random {
-            rng.fill_bytes(&mut buf[..n]);
-        }
-        file.write_all(&buf[..n])?;
-        written += n as u64;
-        progress.set_position(written);
-    }
-    progress.finish_and_clear();
-    Ok(())
-}
-
-fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
+/// A progress bar saying `message`, with `counts` (indicatif's keys) after the bar; hidden with
+/// `--quiet`.
+fn progress_bar(len: u64, quiet: bool, message: &'static str, counts: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
+    let template = format!("{{msg}} [{{bar:40}}] {counts} eta {{eta}}");
     bar.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-        )
-        .expect("static template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template(&template)
+            .expect("static template")
+            .progress_chars("=> "),
     );
-    bar.set_message("writing");
+    bar.set_message(message);
     bar
 }

@@ -1,13 +1,10 @@
-//! `pora mask`: one KV's BLOB_POSEIDON mask from a raw encode key or from (miner, KV index,
-//! commit): its encode key, the SHA-256 of the 131072 mask bytes, optionally one word, and
-//! optionally the mask written to a file. Also the hex parsers the encoder commands share.
+//! `pora mask`: the flags and output of one KV's BLOB_POSEIDON mask from a raw encode key or
+//! from (miner, KV index, commit): its encode key, the SHA-256 of the 131072 mask bytes,
+//! optionally one word, and optionally the mask written to a file (`pora_prepare::mask`).
 
-use anyhow::Context;
-use pora_core::hex::to_hex;
 use pora_core::Address;
-use pora_encode::{encode_key, EncodeKey, COMMIT_LEN, WORDS_PER_KV};
-use serde_json::json;
-use std::io::Write;
+use pora_encode::{encode_key, EncodeKey, WORDS_PER_KV};
+use pora_prepare::mask::{mask_record, parse_commit, parse_key, write_new_file, Commit};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -38,50 +35,6 @@ pub struct MaskArgs {
     json: bool,
 }
 
-/// Parses 0x-prefixed hex of at most `max` bytes, naming `flag` in every error.
-pub fn parse_hex_bytes(flag: &str, input: &str, max: usize) -> Result<Vec<u8>, String> {
-    let digits = input
-        .strip_prefix("0x")
-        .or_else(|| input.strip_prefix("0X"))
-        .ok_or_else(|| format!("{flag} `{input}`: expected 0x-prefixed hex"))?;
-    if digits.len() % 2 != 0 {
-        return Err(format!(
-            "{flag} `{input}`: odd number of hex digits ({}); each byte is two digits",
-            digits.len()
-        ));
-    }
-    if digits.len() > 2 * max {
-        return Err(format!(
-            "{flag} `{input}`: {} bytes is longer than the {max} bytes allowed",
-            digits.len() / 2
-        ));
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .map_err(|_| format!("{flag} `{input}`: non-hex character at position {}", i + 2))
-        })
-        .collect()
-}
-
-/// clap parser for `--key`: up to 32 bytes, right-aligned (a big-endian number).
-pub fn parse_key(s: &str) -> Result<EncodeKey, String> {
-    let bytes = parse_hex_bytes("--key", s, 32)?;
-    let mut key = [0u8; 32];
-    key[32 - bytes.len()..].copy_from_slice(&bytes);
-    Ok(key)
-}
-
-/// A KV commitment from `--commit` (at most 24 bytes, left-aligned as in a meta entry).
-#[derive(Clone, Debug)]
-pub struct Commit(pub Vec<u8>);
-
-/// clap parser for `--commit`.
-pub fn parse_commit(s: &str) -> Result<Commit, String> {
-    parse_hex_bytes("--commit", s, COMMIT_LEN).map(Commit)
-}
-
 pub fn run(args: MaskArgs) -> anyhow::Result<()> {
     let key = match (args.key, args.miner, args.kv_idx) {
         (Some(key), _, _) => key,
@@ -92,58 +45,18 @@ pub fn run(args: MaskArgs) -> anyhow::Result<()> {
         )?,
         _ => anyhow::bail!("give --key, or --miner with --kv-idx"),
     };
-    let mask = pora_encode::mask(&key);
-    let digest = sha256(&mask[..]);
-    let sample = args
-        .sample
-        .map(|j| to_hex(&mask[32 * j as usize..32 * (j as usize + 1)]));
+    let (record, mask) = mask_record(&key, args.sample)?;
     if let Some(out) = &args.out {
         write_new_file(out, &mask[..], args.force)?;
     }
     if args.json {
-        let mut obj = json!({ "encodeKey": to_hex(&key), "maskSha256": to_hex(&digest) });
-        if let (Some(j), Some(word)) = (args.sample, &sample) {
-            obj["sampleIdx"] = json!(j);
-            obj["sample"] = json!(word);
-        }
-        println!("{}", serde_json::to_string_pretty(&obj)?);
+        println!("{}", serde_json::to_string_pretty(&record)?);
         return Ok(());
     }
-    println!("encodeKey   {}", to_hex(&key));
-    println!("maskSha256  {}", to_hex(&digest));
-    if let (Some(j), Some(word)) = (args.sample, sample) {
+    println!("encodeKey   {}", record.encode_key);
+    println!("maskSha256  {}", record.mask_sha256);
+    if let (Some(j), Some(word)) = (record.sample_idx, record.sample) {
         println!("sample {j:<4} {word}");
     }
-    Ok(())
-}
-
-/// SHA-256 of `bytes`.
-pub fn sha256(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
-}
-
-/// Writes `bytes` to a new file; an existing one only with `force`.
-pub fn write_new_file(path: &std::path::Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true);
-    if force {
-        opts.create(true).truncate(true);
-    } else {
-        opts.create_new(true);
-    }
-    let mut file = opts.open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!(
-                "--out {}: file exists; pass --force to overwrite it",
-                path.display()
-            )
-        } else {
-            anyhow::anyhow!("--out {}: {e}", path.display())
-        }
-    })?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -51,6 +51,27 @@ pub struct BenchRecord<'a> {
     pub notes: &'a [String],
 }
 
+/// What is said of a result beside its figures, one line each (the notes under `pora bench`'s
+/// table): the backend, the `--cold` eviction before it, why a figure is unknown, read errors,
+/// an interruption.
+pub fn result_notes(r: &BenchResult, eviction: Option<&str>) -> Vec<String> {
+    let mut notes = vec![r.describe.clone()];
+    if let Some(e) = eviction {
+        notes.push(format!("cold: {e}"));
+    }
+    notes.extend(r.notes.iter().cloned());
+    if let Some(e) = &r.first_error {
+        notes.push(format!("{} read errors, first: {e}", r.read_errors));
+    }
+    if r.interrupted {
+        notes.push(format!(
+            "interrupted: partial result over {:.2} s",
+            r.seconds
+        ));
+    }
+    notes
+}
+
 /// Latency percentiles, mean and maximum of the reads, microseconds.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct LatencyUs {

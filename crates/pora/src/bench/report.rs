@@ -3,7 +3,8 @@
 //! stderr is a terminal).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pora_measure::bench::record::{BenchRecord, RunInfo};
+use pora_measure::bench::record::{result_notes, BenchRecord, RunInfo};
+use pora_measure::bench::sweep::{ObserverError, Skip, SweepObserver};
 use pora_measure::bench::{BenchResult, MeasureSpec, Progress};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -16,6 +17,78 @@ pub struct Reporter {
     rows: usize,
     /// Distinct notes, each with the combinations (table rows) it applies to.
     notes: Vec<(String, Vec<usize>)>,
+    /// The stderr progress line of the running combination and its label; hidden when stderr
+    /// is not a terminal.
+    spinner: Option<(ProgressBar, String)>,
+}
+
+impl SweepObserver for Reporter {
+    fn evicted(&mut self, description: &str) {
+        if !description.starts_with("evicted") {
+            eprintln!("pora bench: --cold: {description}");
+        }
+    }
+
+    fn starting(&mut self, spec: &MeasureSpec) {
+        let target = match std::io::stderr().is_terminal() {
+            true => ProgressDrawTarget::stderr(),
+            false => ProgressDrawTarget::hidden(),
+        };
+        let bar = ProgressBar::with_draw_target(None, target);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        let label = format!(
+            "#{} {} depth {} threads {}",
+            self.rows + 1,
+            spec.method,
+            spec.depth,
+            spec.threads
+        );
+        bar.set_message(format!("{label}: starting"));
+        self.spinner = Some((bar, label));
+    }
+
+    fn progress(&mut self, p: Progress) {
+        let Some((bar, label)) = &self.spinner else {
+            return;
+        };
+        let secs = p.elapsed.as_secs_f64();
+        let iops = if secs > 0.0 {
+            p.reads as f64 / secs
+        } else {
+            0.0
+        };
+        bar.set_message(format!(
+            "{label}: {secs:.1}/{:.1} s, {} reads, {iops:.0} reads/s",
+            self.info.duration.as_secs_f64(),
+            p.reads
+        ));
+        bar.tick();
+    }
+
+    fn ended(&mut self) {
+        if let Some((bar, _)) = self.spinner.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn finished(&mut self, r: &BenchResult, eviction: Option<&str>) -> Result<(), ObserverError> {
+        Ok(self.result(r, eviction)?)
+    }
+
+    fn skipped(&mut self, skip: Skip<'_>) {
+        match skip {
+            Skip::Method { method, error } => eprintln!("SKIP {method}: {error}"),
+            Skip::Combination {
+                method,
+                depth,
+                threads,
+                error,
+            } => eprintln!("SKIP {method} depth {depth} threads {threads}: {error}"),
+        }
+    }
 }
 
 impl Reporter {
@@ -37,16 +110,12 @@ impl Reporter {
             json,
             rows: 0,
             notes: Vec::new(),
+            spinner: None,
         }
     }
 
-    /// A progress line for the combination about to run.
-    pub fn spinner(&self, spec: &MeasureSpec) -> Spinner {
-        Spinner::new(self.rows + 1, spec)
-    }
-
     /// Prints one combination's result; `eviction` describes the `--cold` eviction before it.
-    pub fn result(&mut self, r: &BenchResult, eviction: Option<&str>) -> serde_json::Result<()> {
+    fn result(&mut self, r: &BenchResult, eviction: Option<&str>) -> serde_json::Result<()> {
         self.rows += 1;
         if self.json {
             let record = BenchRecord::new(r, &self.info, eviction);
@@ -56,7 +125,9 @@ impl Reporter {
                 println!("{}", table_header());
             }
             println!("{}", table_row(self.rows, r));
-            self.collect_notes(r, eviction);
+            for text in result_notes(r, eviction) {
+                self.note(text);
+            }
         }
         let _ = std::io::stdout().flush();
         Ok(())
@@ -73,25 +144,6 @@ impl Reporter {
             println!("  {} {text}", rows.join(","));
         }
         let _ = std::io::stdout().flush();
-    }
-
-    fn collect_notes(&mut self, r: &BenchResult, eviction: Option<&str>) {
-        self.note(r.describe.clone());
-        if let Some(e) = eviction {
-            self.note(format!("cold: {e}"));
-        }
-        for note in &r.notes {
-            self.note(note.clone());
-        }
-        if let Some(e) = &r.first_error {
-            self.note(format!("{} read errors, first: {e}", r.read_errors));
-        }
-        if r.interrupted {
-            self.note(format!(
-                "interrupted: partial result over {:.2} s",
-                r.seconds
-            ));
-        }
     }
 
     /// Adds `text` for the current row, merging identical notes of earlier rows.
@@ -137,55 +189,4 @@ fn table_row(n: usize, r: &BenchResult) -> String {
         r.read_errors,
         if r.interrupted { "  (interrupted)" } else { "" }
     )
-}
-
-/// The stderr progress line of one combination; hidden when stderr is not a terminal.
-pub struct Spinner {
-    bar: ProgressBar,
-    label: String,
-    duration: Duration,
-}
-
-impl Spinner {
-    fn new(index: usize, spec: &MeasureSpec) -> Spinner {
-        let target = match std::io::stderr().is_terminal() {
-            true => ProgressDrawTarget::stderr(),
-            false => ProgressDrawTarget::hidden(),
-        };
-        let bar = ProgressBar::with_draw_target(None, target);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        let label = format!(
-            "#{index} {} depth {} threads {}",
-            spec.method, spec.depth, spec.threads
-        );
-        bar.set_message(format!("{label}: starting"));
-        Spinner {
-            bar,
-            label,
-            duration: spec.duration,
-        }
-    }
-
-    pub fn update(&mut self, p: Progress) {
-        let secs = p.elapsed.as_secs_f64();
-        let iops = if secs > 0.0 {
-            p.reads as f64 / secs
-        } else {
-            0.0
-        };
-        self.bar.set_message(format!(
-            "{}: {secs:.1}/{:.1} s, {} reads, {iops:.0} reads/s",
-            self.label,
-            self.duration.as_secs_f64(),
-            p.reads
-        ));
-        self.bar.tick();
-    }
-
-    pub fn finish(self) {
-        self.bar.finish_and_clear();
-    }
 }

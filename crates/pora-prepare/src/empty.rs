@@ -1,24 +1,26 @@
-//! `pora create --fill empty`: the file es-node writes for a miner's empty encodeType-3 shard.
+//! The file es-node writes for a miner's empty encodeType-3 shard: every KV's BLOB_POSEIDON
+//! mask, and every meta entry `0^24 ‖ 0x80 ‖ 0^7`.
 //!
-//! Worker threads compute masks in batches of consecutive KVs; the main thread writes them in
+//! Worker threads compute masks in batches of consecutive KVs; the calling thread writes them in
 //! KV order (large sequential writes), syncs every few hundred MiB and only then writes those
-//! KVs' meta entries `0^24 ‖ 0x80 ‖ 0^7`. So a meta entry marks a KV whose data is durable, the
-//! header stays "incomplete" until the last KV and its meta are synced, and `--resume` knows
-//! where to continue: KVs with an all-zero meta entry are filled, the last few filled ones are
-//! recomputed and compared first (re-written if they differ).
+//! KVs' meta entries. So a meta entry marks a KV whose data is durable, the header stays
+//! "incomplete" until the last KV and its meta are synced, and a resumed fill knows where to
+//! continue: KVs with an all-zero meta entry are filled, the last few filled ones are recomputed
+//! and compared first (re-written if they differ). A KV range fills only those KVs (the others
+//! stay sparse, meta all zero).
 
-use super::{open_for_create, thread_count, CreateArgs, EmptyFillArgs};
-use crate::decode::{meta_offset, EMPTY_META};
-use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::create::{allocated_len, open_for_create, CreateSpec};
+use crate::encoded::{data_offset, meta_offset, EMPTY_META};
+use crate::error::{ensure, PrepareError, Result};
+use crate::OnProgress;
 use pora_core::header::{Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_READY};
 use pora_core::EncodeType;
 use pora_encode::{encode_key, MASK_BYTES};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -27,58 +29,150 @@ use std::time::Instant;
 const BATCH_KVS: usize = 16;
 /// KVs written between two syncs (256 MiB); their meta entries follow each sync.
 const SYNC_EVERY_KVS: usize = 2048;
-/// Filled KVs re-checked by `--resume` before continuing.
+/// Filled KVs re-checked by a resumed fill before continuing.
 const RECHECK_KVS: usize = 32;
 /// Byte offset of the header's status field.
 const STATUS_AT: usize = 84;
 
-pub fn run(args: &CreateArgs, opts: &EmptyFillArgs, header: &Header) -> anyhow::Result<()> {
-    check_geometry(args, header)?;
-    let threads = thread_count(opts.threads)?;
-    let range = kv_range(args, opts, header)?;
-    let path = &args.file;
-    let ctx = || format!("writing {}", path.display());
-    anyhow::ensure!(
-        !(opts.resume && args.force),
-        "--resume and --force exclude each other (--force starts over)"
-    );
-    let (mut file, todo) = if opts.resume {
-        open_resume(args, header, range)?
-    } else {
-        let file = open_for_create(path, args.force)?;
-        file.set_len(
-            header
-                .allocated_len()
-                .context("file size overflows 64 bits")?,
-        )
-        .with_context(ctx)?;
-        (file, range.collect())
-    };
-    write_header(&mut file, header, STATUS_INCOMPLETE).with_context(ctx)?;
-    file.sync_all().with_context(ctx)?;
-    let started = Instant::now();
-    let cpu_before = pora_io::host::cpu_time::process_cpu_time().ok();
-    fill(&mut file, header, &todo, threads, args.quiet)?;
-    file.sync_all().with_context(ctx)?;
-    write_header(&mut file, header, STATUS_READY).with_context(ctx)?;
-    file.sync_all().with_context(ctx)?;
-    let cpu_seconds = cpu_before.and_then(|before| {
-        Some((pora_io::host::cpu_time::process_cpu_time().ok()? - before).as_secs_f64())
-    });
-    let timing = Timing {
-        seconds: started.elapsed().as_secs_f64(),
-        cpu_seconds,
-    };
-    summarize(args, opts, &todo, threads, timing)
+/// The options only the empty fill has.
+#[derive(Clone, Debug, Default)]
+pub struct EmptyFillOptions {
+    /// Worker threads computing masks (at least one).
+    pub threads: usize,
+    /// Continue an interrupted fill of the file (or fill another KV range of it).
+    pub resume: bool,
+    /// Fill only these global KV indices of the shard.
+    pub kv_range: Option<Range<u64>>,
 }
 
-fn check_geometry(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
-    anyhow::ensure!(
+/// An empty fill ready to run: the file open, its header checked, the KVs to fill known.
+pub struct EmptyFill {
+    path: PathBuf,
+    file: File,
+    header: Header,
+    todo: Vec<u64>,
+    threads: usize,
+    /// KVs a resumed fill found filled but not holding their mask; they are filled again.
+    pub refilled: usize,
+}
+
+/// Parses `--kv-range A..B`: global KV indices, end exclusive, not empty.
+pub fn parse_kv_range(s: &str) -> Result<Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("--kv-range `{s}`: expected A..B (end exclusive)"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("--kv-range `{s}`: `{v}` is not a KV index: {e}"))
+    };
+    let (a, b) = (parse(a)?, parse(b)?);
+    if a >= b {
+        return Err(format!("--kv-range `{s}`: empty range (A must be below B)"));
+    }
+    Ok(a..b)
+}
+
+/// How a fill went: the `pora create --fill empty --json` record.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FillSummary {
+    pub kvs: usize,
+    pub seconds: f64,
+    pub threads: usize,
+    /// Wall time per KV times threads.
+    pub ms_per_kv_per_core: f64,
+    /// The process's CPU time (workers and writer), where the OS reports it.
+    pub cpu_seconds: Option<f64>,
+    /// CPU time per KV: comparable with the pure-compute cost however busy the machine is.
+    pub cpu_ms_per_kv: Option<f64>,
+}
+
+impl EmptyFill {
+    /// Checks the request and opens the file: created (or, with `force`, truncated) at its full
+    /// size, or with `resume` the existing file, whose header must be the one requested.
+    pub fn open(spec: &CreateSpec, header: &Header, opts: &EmptyFillOptions) -> Result<EmptyFill> {
+        check_geometry(spec, header)?;
+        let range = kv_range(spec, opts, header)?;
+        ensure!(
+            !(opts.resume && spec.force),
+            "--resume and --force exclude each other (--force starts over)"
+        );
+        ensure!(opts.threads > 0, "--threads 0: need at least one thread");
+        let ctx = |e| PrepareError::io(format!("writing {}", spec.file.display()), e);
+        let (file, todo, refilled) = if opts.resume {
+            open_resume(&spec.file, header, range)?
+        } else {
+            let file = open_for_create(&spec.file, spec.force)?;
+            file.set_len(allocated_len(header)?).map_err(ctx)?;
+            (file, range.collect(), 0)
+        };
+        Ok(EmptyFill {
+            path: spec.file.clone(),
+            file,
+            header: header.clone(),
+            todo,
+            threads: opts.threads,
+            refilled,
+        })
+    }
+
+    /// How many KVs [`EmptyFill::run`] fills.
+    pub fn kvs(&self) -> usize {
+        self.todo.len()
+    }
+
+    /// Fills the KVs and marks the file ready; `progress` counts KVs written.
+    pub fn run(mut self, progress: OnProgress) -> Result<FillSummary> {
+        let path = self.path.display().to_string();
+        let ctx = |e| PrepareError::io(format!("writing {path}"), e);
+        let file = &mut self.file;
+        write_header(file, &self.header, STATUS_INCOMPLETE).map_err(ctx)?;
+        file.sync_all().map_err(ctx)?;
+        let started = Instant::now();
+        let cpu_before = pora_io::host::cpu_time::process_cpu_time().ok();
+        fill(file, &self.header, &self.todo, self.threads, progress)?;
+        file.sync_all().map_err(ctx)?;
+        write_header(file, &self.header, STATUS_READY).map_err(ctx)?;
+        file.sync_all().map_err(ctx)?;
+        let cpu_seconds = cpu_before.and_then(|before| {
+            Some((pora_io::host::cpu_time::process_cpu_time().ok()? - before).as_secs_f64())
+        });
+        Ok(summarize(
+            self.todo.len(),
+            self.threads,
+            started.elapsed().as_secs_f64(),
+            cpu_seconds,
+        ))
+    }
+}
+
+fn summarize(kvs: usize, threads: usize, seconds: f64, cpu_seconds: Option<f64>) -> FillSummary {
+    let cpu_ms_per_kv = cpu_seconds
+        .filter(|_| kvs > 0)
+        .map(|c| c * 1e3 / kvs as f64);
+    let ms_per_kv_per_core = if kvs == 0 {
+        0.0
+    } else {
+        seconds * 1e3 * threads as f64 / kvs as f64
+    };
+    FillSummary {
+        kvs,
+        seconds,
+        threads,
+        ms_per_kv_per_core,
+        cpu_seconds,
+        cpu_ms_per_kv,
+    }
+}
+
+fn check_geometry(spec: &CreateSpec, header: &Header) -> Result<()> {
+    ensure!(
         header.encode_type == EncodeType::BlobPoseidon,
         "--fill empty needs --encode-type 3 (blob-poseidon), got --encode-type {}",
-        args.encode_type
+        spec.encode_type
     );
-    anyhow::ensure!(
+    ensure!(
         header.max_kv_size == MASK_BYTES as u64 && header.chunk_size == MASK_BYTES as u64,
         "--fill empty needs 128 KiB KVs and chunks (--kv-size-bits 17, no --chunk-size), got \
          KV {} and chunk {} bytes",
@@ -88,22 +182,18 @@ fn check_geometry(args: &CreateArgs, header: &Header) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--kv-range`, checked against the shard, or the whole shard.
-fn kv_range(
-    args: &CreateArgs,
-    opts: &EmptyFillArgs,
-    header: &Header,
-) -> anyhow::Result<Range<u64>> {
+/// The KV range asked for, checked against the shard, or the whole shard.
+fn kv_range(spec: &CreateSpec, opts: &EmptyFillOptions, header: &Header) -> Result<Range<u64>> {
     let shard = header.chunk_idx_start..header.chunk_idx_start + header.chunk_idx_len;
     let Some(r) = opts.kv_range.clone() else {
         return Ok(shard);
     };
-    anyhow::ensure!(
+    ensure!(
         r.start >= shard.start && r.end <= shard.end,
         "--kv-range {}..{} is outside shard {}, which holds KVs {}..{}",
         r.start,
         r.end,
-        args.shard,
+        spec.shard,
         shard.start,
         shard.end
     );
@@ -117,22 +207,18 @@ fn write_header(file: &mut File, header: &Header, status: u64) -> std::io::Resul
     file.write_all(&h.encode())
 }
 
-/// Opens an existing file for `--resume`, checks that its header is the one requested and
-/// returns the KVs of `range` still to fill.
-fn open_resume(
-    args: &CreateArgs,
-    want: &Header,
-    range: Range<u64>,
-) -> anyhow::Result<(File, Vec<u64>)> {
-    let path = &args.file;
+/// Opens an existing file to resume, checks that its header is the one requested and returns
+/// the KVs of `range` still to fill, and how many of them were filled but stale.
+fn open_resume(path: &Path, want: &Header, range: Range<u64>) -> Result<(File, Vec<u64>, usize)> {
+    let name = path.display();
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .open(path)
-        .with_context(|| format!("--resume {}", path.display()))?;
+        .map_err(|e| PrepareError::io(format!("--resume {name}"), e))?;
     let mut buf = vec![0u8; HEADER_SIZE as usize];
     file.read_exact(&mut buf)
-        .with_context(|| format!("--resume {}: reading the header", path.display()))?;
+        .map_err(|e| PrepareError::io(format!("--resume {name}: reading the header"), e))?;
     // An interrupted fill has status "incomplete", which the parser rejects on purpose; here it
     // is expected, so parse a copy marked ready.
     if buf[STATUS_AT..STATUS_AT + 8] == STATUS_INCOMPLETE.to_be_bytes() {
@@ -140,21 +226,19 @@ fn open_resume(
     }
     let found = Header::parse(path, &buf)?;
     check_same_shard(path, want, &found)?;
-    let total = want
-        .allocated_len()
-        .context("file size overflows 64 bits")?;
+    let total = allocated_len(want)?;
     let len = file
         .metadata()
-        .with_context(|| format!("{}", path.display()))?
+        .map_err(|e| PrepareError::io(name.to_string(), e))?
         .len();
     if len < total {
         file.set_len(total)
-            .with_context(|| format!("{}: extending to {total} bytes", path.display()))?;
+            .map_err(|e| PrepareError::io(format!("{name}: extending to {total} bytes"), e))?;
     }
     let mut metas = vec![0u8; ((range.end - range.start) * META_SIZE) as usize];
     file.seek(SeekFrom::Start(meta_offset(want, range.start)))
         .and_then(|_| file.read_exact(&mut metas))
-        .with_context(|| format!("{}: reading meta entries", path.display()))?;
+        .map_err(|e| PrepareError::io(format!("{name}: reading meta entries"), e))?;
     let mut todo = Vec::new();
     let mut filled = Vec::new();
     for (kv, meta) in range.zip(metas.chunks_exact(META_SIZE as usize)) {
@@ -166,18 +250,13 @@ fn open_resume(
     }
     let recheck = &filled[filled.len().saturating_sub(RECHECK_KVS)..];
     let mut stale = recheck_filled(&mut file, want, recheck)?;
-    if !stale.is_empty() && !args.quiet {
-        eprintln!(
-            "resume: {} filled KVs did not hold their mask; re-filling them",
-            stale.len()
-        );
-    }
+    let refilled = stale.len();
     stale.extend(todo);
     stale.sort_unstable();
-    Ok((file, stale))
+    Ok((file, stale, refilled))
 }
 
-fn check_same_shard(path: &std::path::Path, want: &Header, found: &Header) -> anyhow::Result<()> {
+fn check_same_shard(path: &Path, want: &Header, found: &Header) -> Result<()> {
     let name = path.display();
     let fields = [
         (
@@ -212,12 +291,12 @@ fn check_same_shard(path: &std::path::Path, want: &Header, found: &Header) -> an
         ),
     ];
     for (flag, field, w, f) in fields {
-        anyhow::ensure!(
+        ensure!(
             w == f,
             "--resume {name}: {flag} gives {field} {w}, but the file's header has {f}"
         );
     }
-    anyhow::ensure!(
+    ensure!(
         want.miner == found.miner,
         "--resume {name}: --miner {} differs from the miner {} in the file's header",
         want.miner,
@@ -227,23 +306,19 @@ fn check_same_shard(path: &std::path::Path, want: &Header, found: &Header) -> an
 }
 
 /// The KVs of `kvs` whose stored bytes are not their mask.
-fn recheck_filled(file: &mut File, header: &Header, kvs: &[u64]) -> anyhow::Result<Vec<u64>> {
+fn recheck_filled(file: &mut File, header: &Header, kvs: &[u64]) -> Result<Vec<u64>> {
     let mut stored = vec![0u8; MASK_BYTES];
     let mut stale = Vec::new();
     for &kv in kvs {
         file.seek(SeekFrom::Start(data_offset(header, kv)))
             .and_then(|_| file.read_exact(&mut stored))
-            .with_context(|| format!("re-checking KV {kv}"))?;
+            .map_err(|e| PrepareError::io(format!("re-checking KV {kv}"), e))?;
         let key = encode_key(&[], &header.miner.0, kv)?;
         if stored[..] != pora_encode::mask(&key)[..] {
             stale.push(kv);
         }
     }
     Ok(stale)
-}
-
-fn data_offset(header: &Header, kv: u64) -> u64 {
-    HEADER_SIZE + (kv - header.chunk_idx_start) * header.chunk_size
 }
 
 /// One computed batch: its index and the masks of its KVs, back to back.
@@ -255,13 +330,12 @@ fn fill(
     header: &Header,
     todo: &[u64],
     threads: usize,
-    quiet: bool,
-) -> anyhow::Result<()> {
+    progress: OnProgress,
+) -> Result<()> {
     let batches: Vec<&[u64]> = todo.chunks(BATCH_KVS).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let progress = progress_bar(todo.len() as u64, quiet);
-    let result = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let (tx, rx) = mpsc::sync_channel::<Batch>(2 * threads);
         for _ in 0..threads {
             let tx = tx.clone();
@@ -269,12 +343,10 @@ fn fill(
             s.spawn(move || compute_batches(header, batches, next, stop, tx));
         }
         drop(tx);
-        let written = write_in_order(file, header, &batches, rx, &progress);
+        let written = write_in_order(file, header, &batches, rx, progress);
         stop.store(true, Ordering::Relaxed);
         written
-    });
-    progress.finish_and_clear();
-    result
+    })
 }
 
 fn compute_batches(
@@ -307,17 +379,17 @@ fn write_in_order(
     header: &Header,
     batches: &[&[u64]],
     rx: mpsc::Receiver<Batch>,
-    progress: &ProgressBar,
-) -> anyhow::Result<()> {
+    progress: OnProgress,
+) -> Result<()> {
     let mut pending: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let mut next_batch = 0;
     let mut unsynced: Vec<u64> = Vec::new();
-    let ctx = "writing masks";
+    let ctx = |e| PrepareError::io("writing masks", e);
     while next_batch < batches.len() {
         let Some(buf) = pending.remove(&next_batch) else {
             let (b, buf) = rx
                 .recv()
-                .map_err(|_| anyhow::anyhow!("a mask worker stopped early"))?;
+                .map_err(|_| PrepareError::Worker("a mask worker stopped early"))?;
             pending.insert(b, buf);
             continue;
         };
@@ -325,14 +397,15 @@ fn write_in_order(
         for (run, bytes) in runs(kvs, &buf, MASK_BYTES) {
             file.seek(SeekFrom::Start(data_offset(header, run)))
                 .and_then(|_| file.write_all(bytes))
-                .context(ctx)?;
+                .map_err(ctx)?;
         }
         unsynced.extend_from_slice(kvs);
-        progress.inc(kvs.len() as u64);
+        progress(kvs.len() as u64);
         next_batch += 1;
         if unsynced.len() >= SYNC_EVERY_KVS || next_batch == batches.len() {
-            file.sync_data().context(ctx)?;
-            write_metas(file, header, &unsynced).context("writing meta entries")?;
+            file.sync_data().map_err(ctx)?;
+            write_metas(file, header, &unsynced)
+                .map_err(|e| PrepareError::io("writing meta entries", e))?;
             unsynced.clear();
         }
     }
@@ -362,64 +435,14 @@ fn write_metas(file: &mut File, header: &Header, kvs: &[u64]) -> std::io::Result
     Ok(())
 }
 
-fn progress_bar(kvs: u64, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(kvs);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} KVs {per_sec} eta {eta}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    bar.set_message("masking");
-    bar
-}
+#[cfg(test)]
+mod tests {
+    use super::runs;
 
-/// How long the fill took: wall time, and the process's CPU time where the OS reports it.
-struct Timing {
-    seconds: f64,
-    cpu_seconds: Option<f64>,
-}
-
-fn summarize(
-    args: &CreateArgs,
-    opts: &EmptyFillArgs,
-    todo: &[u64],
-    threads: usize,
-    timing: Timing,
-) -> anyhow::Result<()> {
-    let Timing {
-        seconds,
-        cpu_seconds,
-    } = timing;
-    let kvs = todo.len();
-    // CPU time of the whole process (workers and the writer) per KV: comparable with the
-    // pure-compute cost per KV however busy the machine is.
-    let cpu_ms_per_kv = cpu_seconds
-        .filter(|_| kvs > 0)
-        .map(|c| c * 1e3 / kvs as f64);
-    let ms_per_kv_per_core = if kvs == 0 {
-        0.0
-    } else {
-        seconds * 1e3 * threads as f64 / kvs as f64
-    };
-    if opts.json {
-        let out = json!({
-            "kvs": kvs,
-            "seconds": seconds,
-            "threads": threads,
-            "msPerKvPerCore": ms_per_kv_per_core,
-            "cpuSeconds": cpu_seconds,
-            "cpuMsPerKv": cpu_ms_per_kv,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else if !args.quiet {
-        eprintln!(
-            "filled {kvs} KVs of {} in {seconds:.2} s on {threads} threads \
-             ({ms_per_kv_per_core:.2} ms per KV per core)",
-            args.file.display()
-        );
+    #[test]
+    fn runs_split_at_gaps() {
+        let buf: Vec<u8> = (0..5).collect();
+        let got = runs(&[1, 2, 4, 5, 9], &buf, 1);
+        assert_eq!(got, vec![(1, &buf[0..2]), (4, &buf[2..4]), (9, &buf[4..5])]);
     }
-    Ok(())
 }

@@ -41,7 +41,7 @@
 //! feature may only add code, never change the fields of a public struct.
 
 use crate::method::Unavailable;
-use crate::{BackendFactory, IoConfig, IoError, Method};
+use crate::{BackendFactory, IoConfig, IoError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -145,35 +145,38 @@ pub(crate) fn availability() -> Result<(), Unavailable> {
     }
 }
 
-/// The error opening `sim` gives in a build without the feature (what `method::open` reports
-/// from [`availability`] before it gets here).
+/// The error opening `sim` gives in a build without the feature: the one `method::open` makes
+/// from [`availability`] before it would get to [`open`].
+#[cfg(any(test, not(feature = "sim")))]
 fn not_built() -> IoError {
     IoError::Unavailable {
-        method: Method::Sim.name(),
+        method: crate::Method::Sim.name(),
         reason: NOT_BUILT.into(),
     }
 }
 
 /// Opens the simulated disk over `paths`.
+#[cfg(feature = "sim")]
 pub(crate) fn open(
     paths: &[PathBuf],
     config: &IoConfig,
 ) -> Result<Arc<dyn BackendFactory>, IoError> {
-    if availability().is_err() {
-        return Err(not_built());
-    }
-    #[cfg(feature = "sim")]
-    return device::open(paths, config);
-    #[cfg(not(feature = "sim"))]
-    {
-        let _ = (paths, config);
-        Err(not_built())
-    }
+    device::open(paths, config)
+}
+
+/// Without the device there is nothing to open.
+#[cfg(not(feature = "sim"))]
+pub(crate) fn open(
+    _paths: &[PathBuf],
+    _config: &IoConfig,
+) -> Result<Arc<dyn BackendFactory>, IoError> {
+    Err(not_built())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Method;
 
     /// The refusal a build without the feature gives is the one documented (docs/io-methods.md),
     /// and availability follows the build. CI builds tests with the feature, so the refusal's

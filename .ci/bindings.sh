@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bindings CI leg (called by .ci/run after the Rust tests): builds libpora_ffi and pora in
-# release, then runs the Go package's vet, tests (plain, -race on the concurrency subset, and
+# release with the simulated disk (`--features sim`), then runs the Go package's vet, tests (plain, -race on the concurrency subset, and
 # GODEBUG=cgocheck=2) and the C example through pora.h alone. Installs golang-go (Debian,
 # Go 1.19) when missing. Fails loudly on any failure; never passes by skipping a step.
 #
@@ -38,8 +38,11 @@ export GOCACHE="${GOCACHE:-$ROOT/target/go-cache}"
 # CI checks correctness, not speed: a release build without LTO and debug info keeps this leg
 # within its time budget (bench/porago-vs-pora.sh rebuilds with the real release profile).
 export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
-step "cargo build --release -p pora-ffi -p pora"
-cargo build --release -p pora-ffi -p pora || fail "release build of pora-ffi / pora failed"
+# The Go tests mine on the simulated disk through the library and compare with `pora mine
+# --method sim`, so both are built for tests with the `sim` feature (a production build of the
+# library leaves it out: bindings/go/README.md).
+step "cargo build --release -p pora-ffi -p pora --features sim"
+cargo build --release -p pora-ffi -p pora --features sim || fail "release build of pora-ffi / pora failed"
 
 cd "$ROOT/bindings/go"
 step "gofmt and go vet"

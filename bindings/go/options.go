@@ -36,7 +36,8 @@ type Options struct {
 	IgnoreProfile bool
 	// Miner overrides the files' miner address in hash0 (20 bytes; nil = the files').
 	Miner []byte
-	// SimLatencyMin/Max and SimSeed configure the simulated disk (Method "sim") for tests.
+	// SimLatencyMin/Max and SimSeed configure the simulated disk (Method "sim") for tests; it
+	// is only in libraries built with the `sim` cargo feature (see README.md, Tests).
 	SimLatencyMin, SimLatencyMax time.Duration
 	SimSeed                      uint64
 }

@@ -130,7 +130,8 @@ typedef struct PoraOpenOptions {
   struct PoraBytes profile_path;
   // Miner address for hash0 (20 bytes); empty = the files' miner.
   struct PoraBytes miner;
-  // Simulated disk (`method` "sim") only: latency range of every read, microseconds.
+  // Simulated disk (`method` "sim", only in libraries built with the `sim` cargo feature)
+  // only: latency range of every read, microseconds.
   uint32_t sim_latency_us_min;
   uint32_t sim_latency_us_max;
   // Simulated disk only: seed of its random choices.

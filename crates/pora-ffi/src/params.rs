@@ -80,7 +80,8 @@ pub struct PoraOpenOptions {
     pub profile_path: PoraBytes,
     /// Miner address for hash0 (20 bytes); empty = the files' miner.
     pub miner: PoraBytes,
-    /// Simulated disk (`method` "sim") only: latency range of every read, microseconds.
+    /// Simulated disk (`method` "sim", only in libraries built with the `sim` cargo feature)
+    /// only: latency range of every read, microseconds.
     pub sim_latency_us_min: u32,
     pub sim_latency_us_max: u32,
     /// Simulated disk only: seed of its random choices.

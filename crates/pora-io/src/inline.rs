@@ -95,6 +95,9 @@ impl<R: InlineReader> Backend for InlineBackend<R> {
         }
         Ok(self.queue.reap(out))
     }
+    fn drop_queued(&mut self) -> usize {
+        self.queue.drop_unsubmitted()
+    }
     /// Nothing is in the OS between calls: dropping the queue is the whole cancellation.
     fn cancel_all(&mut self, _within: Duration) -> CancelOutcome {
         CancelOutcome {
@@ -188,6 +191,13 @@ impl InlineQueue {
         let n = self.done.len();
         out.extend(self.done.drain(..));
         n
+    }
+
+    /// Forgets the pushed reads not yet submitted; returns how many there were.
+    fn drop_unsubmitted(&mut self) -> usize {
+        let dropped = self.pending.len() - self.submitted;
+        self.pending.truncate(self.submitted);
+        dropped
     }
 
     /// Forgets every pushed read and completion; returns how many there were.
@@ -372,6 +382,33 @@ mod tests {
         expected.extend(100..100 + first);
         assert_eq!(tags, expected);
         assert!(b.queue.pending.capacity() == 8, "no reallocation");
+    }
+
+    /// `drop_queued` forgets only the reads not yet submitted: they are never performed, the
+    /// submitted ones still complete, and the queue keeps its storage.
+    #[test]
+    fn drop_queued_forgets_only_unsubmitted_reads() {
+        let mut b = slow_backend(0, 8);
+        push_all(&mut b, 3);
+        b.submit().unwrap();
+        for tag in 10..14 {
+            b.push(SampleRead {
+                tag,
+                file: 0,
+                offset: u64::from(tag),
+            })
+            .unwrap();
+        }
+        assert_eq!(b.drop_queued(), 4);
+        assert_eq!(b.in_flight(), 3);
+        b.submit().unwrap();
+        let mut out = Vec::new();
+        while b.in_flight() > 0 {
+            b.reap(&mut out, 1, None).unwrap();
+        }
+        assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(b.reader.reads, 3, "a dropped read was performed");
+        assert_eq!(b.queue.pending.capacity(), 8, "no reallocation");
     }
 
     /// Reads pushed but not submitted are neither performed by `reap` nor waited for.

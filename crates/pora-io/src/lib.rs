@@ -14,8 +14,13 @@
 //! A [`BackendFactory`] is opened once over all files of a mining run (read-only, always) and
 //! hands each worker thread its own [`Backend`]: per-worker handles, rings or ports.
 //!
-//! Every wait is bounded. [`Backend::cancel_all`] drops queued reads and waits at most a given
-//! time for in-flight ones; dropping a backend does the same within [`TEARDOWN_WAIT`], and a
+//! What a method can do (complete reads inline, bypass the page cache, need aligned blocks,
+//! cancel reads the OS holds) is one [`Capabilities`] value, from [`Method::capabilities`] before
+//! opening and from [`BackendFactory::capabilities`] after, so callers never list methods.
+//!
+//! Every wait is bounded. [`Backend::drop_queued`] forgets reads not yet submitted without
+//! handing them to the OS; [`Backend::cancel_all`] does that and waits at most a given time for
+//! in-flight ones; dropping a backend does the same within [`TEARDOWN_WAIT`], and a
 //! backend whose reads the OS still holds after that (a dead or hung device) is leaked, ring or
 //! port and buffers together, instead of freed under the kernel's feet: [`leaked_backends`]
 //! counts them.
@@ -48,7 +53,7 @@ pub use host::cpu_time;
 
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use leak::{leaked_backends, TEARDOWN_WAIT};
-pub use method::{Method, Unavailable};
+pub use method::{Capabilities, Method, Unavailable};
 pub use sim::{SimConfig, SimFault};
 
 use std::path::PathBuf;
@@ -129,17 +134,26 @@ pub trait Backend: Send {
         deadline: Option<Instant>,
     ) -> Result<usize, IoError>;
 
+    /// Forgets the reads pushed and not yet handed to the OS by [`Backend::submit`], without
+    /// handing them over: they are never read and no completion comes back for them. Reads
+    /// already submitted, and completions not yet reaped, are untouched. Never waits and never
+    /// enters the OS. Returns how many reads were dropped.
+    fn drop_queued(&mut self) -> usize;
+
     /// Forgets every read pushed and not yet reaped, waiting at most `within` for the OS to give
-    /// back the ones it holds: queued reads are dropped, in-flight ones are cancelled where the
-    /// OS can (io_uring `ASYNC_CANCEL`, IOCP `CancelIoEx`) and otherwise waited for; their
-    /// completions are discarded, never returned by a later `reap`. Synchronous methods hold
-    /// nothing in the OS between calls and return at once. A failure of the ring or port itself
-    /// counts the reads as still in flight. The default drains through `submit`/`reap`.
+    /// back the ones it holds: queued reads are dropped ([`Backend::drop_queued`]), in-flight
+    /// ones are cancelled where the OS can (io_uring `ASYNC_CANCEL`, IOCP `CancelIoEx`: see
+    /// [`Capabilities::cancels_in_flight`]) and otherwise waited for; their completions are
+    /// discarded, never returned by a later `reap`. Synchronous methods hold nothing in the OS
+    /// between calls and return at once. A failure of the ring or port itself counts the reads
+    /// as still in flight. The default drops the queued reads and reaps the submitted ones
+    /// until `within` has passed.
     fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
         let give_up = Instant::now() + within;
         let before = self.in_flight();
+        self.drop_queued();
         let mut discard = Vec::with_capacity(self.capacity());
-        let mut failed = self.submit().is_err();
+        let mut failed = false;
         while !failed && self.in_flight() > 0 && Instant::now() < give_up {
             failed = self
                 .reap(&mut discard, self.in_flight(), Some(give_up))
@@ -169,7 +183,7 @@ pub enum BlockSize {
 pub struct IoConfig {
     pub method: Method,
     pub block_size: BlockSize,
-    /// Only for [`Method::Sim`].
+    /// Only for [`Method::Sim`] (whose device needs the `sim` cargo feature, see [`sim`]).
     pub sim: SimConfig,
 }
 
@@ -181,6 +195,12 @@ pub trait BackendFactory: Send + Sync {
     fn describe(&self) -> String;
     /// A backend for one worker with room for `depth` reads in flight.
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError>;
+    /// What this factory's backends really do; by default what its method does
+    /// ([`Method::capabilities`]). A factory overrides it where it differs: a ring on a kernel
+    /// without `ASYNC_CANCEL`, the simulated disk in its synchronous mode.
+    fn capabilities(&self) -> Capabilities {
+        self.method().capabilities()
+    }
 }
 
 /// Opens `paths` read-only for `config.method` (resolving `Auto`) and returns the factory.

@@ -29,7 +29,9 @@ pub enum Method {
     Iocp,
     /// Windows overlapped reads, `FILE_FLAG_NO_BUFFERING`, sector-aligned buffers.
     IocpUnbuffered,
-    /// Deterministic simulated disk (seeded latency, reordering, faults) for tests.
+    /// Deterministic simulated disk (seeded latency, reordering, faults) for tests. The name
+    /// parses in every build; opening it needs the `sim` cargo feature of pora-io (see
+    /// [`crate::sim`]), and without it the method is unavailable with a reason saying so.
     Sim,
     /// The best available method for the files (see [`Method::resolve_auto`]).
     #[default]
@@ -39,6 +41,32 @@ pub enum Method {
 /// Why a method cannot be used here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unavailable(pub String);
+
+/// What a method or an opened factory can do, for callers that choose defaults, arms or report
+/// shapes by it instead of by lists of methods. Read it from [`Method::capabilities`] before
+/// opening, from [`crate::BackendFactory::capabilities`] after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Reads are performed on the worker's own thread inside `submit` and `reap`, one after
+    /// another (pread, O_DIRECT pread, mmap, the shared handle, the simulated disk's synchronous
+    /// mode): such a worker gets its parallelism from threads (or from deep batches when reads
+    /// are memory copies), and its time in the backend is partly CPU work, not waiting. When
+    /// false, many reads are in flight per thread and time in `reap` is waiting for the device.
+    pub completes_inline: bool,
+    /// Reads bypass the OS page cache (O_DIRECT, `FILE_FLAG_NO_BUFFERING`): whether the files are
+    /// in memory says nothing about how fast they read.
+    pub bypasses_page_cache: bool,
+    /// Reads move whole logical blocks at block-aligned offsets into aligned buffers: the
+    /// natural read unit is the device's logical block, not one 32-byte sample, and a block
+    /// size must be a multiple of it.
+    pub needs_alignment: bool,
+    /// [`crate::Backend::cancel_all`] withdraws reads the OS already holds (io_uring
+    /// `ASYNC_CANCEL`, IOCP `CancelIoEx`) instead of waiting for them to finish; either way it
+    /// waits no longer than it is told. Methods that complete inline never leave a read with the
+    /// OS between calls, so they have nothing to withdraw: false.
+    pub cancels_in_flight: bool,
+}
 
 impl Method {
     /// Every method, in table order.
@@ -71,23 +99,47 @@ impl Method {
         }
     }
 
-    /// Whether the method bypasses the OS page cache.
-    pub fn is_unbuffered(self) -> bool {
-        matches!(
+    /// What the method can do when everything it needs is there, known before opening
+    /// anything: for choosing defaults, tune arms and report shapes. An opened factory says what
+    /// it really has ([`crate::BackendFactory::capabilities`]): a ring whose kernel lacks
+    /// `ASYNC_CANCEL`, the simulated disk in its synchronous mode. `auto` answers for the method
+    /// the documented rule picks here ([`Method::resolve_auto`]); opening it can still fall back
+    /// to `pread` where the files' file system refuses O_DIRECT.
+    pub fn capabilities(self) -> Capabilities {
+        let unbuffered = matches!(
             self,
             Method::Direct | Method::UringDirect | Method::IocpUnbuffered
-        )
+        );
+        match self {
+            Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap => Capabilities {
+                completes_inline: true,
+                bypasses_page_cache: unbuffered,
+                needs_alignment: unbuffered,
+                cancels_in_flight: false,
+            },
+            Method::Uring | Method::UringDirect | Method::Iocp | Method::IocpUnbuffered => {
+                Capabilities {
+                    completes_inline: false,
+                    bypasses_page_cache: unbuffered,
+                    needs_alignment: unbuffered,
+                    cancels_in_flight: true,
+                }
+            }
+            // Reads at the simulated device are waited for, as on a disk that cannot cancel.
+            Method::Sim => Capabilities {
+                completes_inline: false,
+                bypasses_page_cache: false,
+                needs_alignment: false,
+                cancels_in_flight: false,
+            },
+            Method::Auto => Method::resolve_auto().capabilities(),
+        }
     }
 
-    /// Whether reads complete inside `submit`, one at a time per thread (pread, O_DIRECT pread,
-    /// mmap, the shared handle): such methods get their parallelism from threads, or from deep
-    /// batches when reads are memory copies. The asynchronous ones keep many reads in flight
-    /// per thread.
-    pub fn completes_inline(self) -> bool {
-        matches!(
-            self,
-            Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap
-        )
+    /// Whether the method bypasses the OS page cache: shorthand for
+    /// `capabilities().bypasses_page_cache`.
+    pub fn is_unbuffered(self) -> bool {
+        self.capabilities().bypasses_page_cache
     }
 
     /// Whether this build and machine can use the method; the reason when not.
@@ -136,12 +188,10 @@ impl FromStr for Method {
 #[cfg(target_os = "linux")]
 fn platform_availability(m: Method) -> Result<(), Unavailable> {
     match m {
-        Method::Pread
-        | Method::PreadShared
-        | Method::Direct
-        | Method::Mmap
-        | Method::Sim
-        | Method::Auto => Ok(()),
+        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Auto => {
+            Ok(())
+        }
+        Method::Sim => crate::sim::availability(),
         Method::Uring | Method::UringDirect => crate::uring::probe().map_err(Unavailable),
         Method::Iocp | Method::IocpUnbuffered => {
             Err(Unavailable("IOCP exists only on Windows".into()))
@@ -157,8 +207,8 @@ fn platform_availability(m: Method) -> Result<(), Unavailable> {
         | Method::Mmap
         | Method::Iocp
         | Method::IocpUnbuffered
-        | Method::Sim
         | Method::Auto => Ok(()),
+        Method::Sim => crate::sim::availability(),
         Method::Direct => Err(Unavailable(
             "O_DIRECT is Linux's; on Windows use iocp-unbuffered".into(),
         )),
@@ -171,12 +221,10 @@ fn platform_availability(m: Method) -> Result<(), Unavailable> {
 #[cfg(all(unix, not(target_os = "linux")))]
 fn platform_availability(m: Method) -> Result<(), Unavailable> {
     match m {
-        Method::Pread
-        | Method::PreadShared
-        | Method::Direct
-        | Method::Mmap
-        | Method::Sim
-        | Method::Auto => Ok(()),
+        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Auto => {
+            Ok(())
+        }
+        Method::Sim => crate::sim::availability(),
         Method::Uring | Method::UringDirect => {
             Err(Unavailable("io_uring exists only on Linux".into()))
         }

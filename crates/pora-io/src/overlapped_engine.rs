@@ -319,16 +319,24 @@ impl<D: OverlappedDriver> OverlappedEngine<D> {
         n
     }
 
+    /// The contract's `drop_queued`: frees the slots of reads pushed since the last `submit`,
+    /// which were never started (no `ReadFile`, so the OS has never seen them).
+    pub(crate) fn drop_queued(&mut self) -> usize {
+        let dropped = self.queued.len();
+        for slot in self.queued.drain(..) {
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
+        }
+        dropped
+    }
+
     /// The contract's `cancel_all`: drops queued reads (never started) and ready completions,
     /// asks the OS to cancel pending ones and waits at most `within` for their packets, which
     /// are discarded.
     pub(crate) fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
         let give_up = Instant::now() + within;
         let before = self.in_flight();
-        for slot in self.queued.drain(..) {
-            self.slots[slot as usize] = None;
-            self.free.push(slot);
-        }
+        self.drop_queued();
         self.ready.clear();
         if self.pending_in_os > 0 {
             self.driver.cancel_all();

@@ -19,8 +19,8 @@ use crate::host::sector_size::logical_block_size;
 use crate::leak::note_leaked_backend;
 use crate::unix::{no_such_file, open_direct, open_read_only};
 use crate::{
-    Backend, BackendFactory, BlockSize, CancelOutcome, Completion, IoConfig, IoError, Method,
-    QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
+    Backend, BackendFactory, BlockSize, CancelOutcome, Capabilities, Completion, IoConfig, IoError,
+    Method, QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
 };
 use io_uring::{opcode, types, IoUring};
 use std::fs::File;
@@ -47,13 +47,30 @@ const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
 /// and buffered rings lost badly (a cache miss is punted per enter): docs/BENCHMARKS.md §16, §17.
 const SUBMIT_EACH_MAX_DEPTH: usize = 64;
 
-/// Whether io_uring can be used here; the reason when not. Probed once per process.
-pub fn probe() -> Result<(), String> {
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    PROBE.get_or_init(probe_uncached).clone()
+/// What the kernel's io_uring offers beyond what pora needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RingFeatures {
+    /// `IORING_OP_ASYNC_CANCEL` (5.5+): in-flight reads can be withdrawn by `cancel_all`.
+    async_cancel: bool,
 }
 
-fn probe_uncached() -> Result<(), String> {
+/// The probe's answer, computed once per process.
+fn probed() -> &'static Result<RingFeatures, String> {
+    static PROBE: OnceLock<Result<RingFeatures, String>> = OnceLock::new();
+    PROBE.get_or_init(probe_uncached)
+}
+
+/// Whether io_uring can be used here; the reason when not. Probed once per process.
+pub fn probe() -> Result<(), String> {
+    probed().as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// Whether the kernel can cancel a read it holds (`IORING_OP_ASYNC_CANCEL`).
+fn kernel_cancels_reads() -> bool {
+    probed().as_ref().is_ok_and(|f| f.async_cancel)
+}
+
+fn probe_uncached() -> Result<RingFeatures, String> {
     let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
         .ok()
         .and_then(|s| s.trim().parse::<u8>().ok())
@@ -86,7 +103,9 @@ fn probe_uncached() -> Result<(), String> {
             missing.join(", ")
         ));
     }
-    Ok(())
+    Ok(RingFeatures {
+        async_cancel: probe.is_supported(opcode::AsyncCancel::CODE),
+    })
 }
 
 /// A human reason for a failed `io_uring_setup`.
@@ -142,6 +161,7 @@ pub(crate) fn open(
         resume_align,
         buf_align,
         fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+        cancels_reads: kernel_cancels_reads(),
     }))
 }
 
@@ -159,6 +179,8 @@ struct UringFactory {
     buf_align: usize,
     /// Whether the last worker could register its buffers (for `describe`).
     fixed_buffers: AtomicU8,
+    /// The kernel lists `ASYNC_CANCEL`: `cancel_all` withdraws reads instead of waiting for them.
+    cancels_reads: bool,
 }
 
 impl BackendFactory for UringFactory {
@@ -182,6 +204,12 @@ impl BackendFactory for UringFactory {
             "{}: io_uring, {direct}one ring per worker, registered files, {buffers}, {unit}",
             self.method
         )
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let mut capabilities = self.method.capabilities();
+        capabilities.cancels_in_flight = self.cancels_reads;
+        capabilities
     }
 
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
@@ -241,8 +269,9 @@ struct UringBackend {
     /// A timeout entry pointing at `timeout_ts` was queued and may not be consumed yet: the
     /// timespec must not be rewritten until the submission queue is empty.
     timeout_in_sq: bool,
-    /// Ask the kernel to cancel in-flight reads in `cancel_all` (tests turn it off to play a
-    /// device whose reads cannot be cancelled).
+    /// Ask the kernel to cancel in-flight reads in `cancel_all`: off where the kernel lacks
+    /// `ASYNC_CANCEL` (reads are then waited for), and in tests that play a device whose reads
+    /// cannot be cancelled.
     send_cancels: bool,
     /// A `cancel_all` ran out of time with reads still in the kernel: `Drop` no longer waits.
     cancel_gave_up: bool,
@@ -309,7 +338,7 @@ impl UringBackend {
             timeout_entries,
             timeout_ts: ManuallyDrop::new(Box::new(types::Timespec::new())),
             timeout_in_sq: false,
-            send_cancels: true,
+            send_cancels: factory.cancels_reads,
             cancel_gave_up: false,
             slots: vec![InFlightRead::EMPTY; depth],
             free: (0..depth as u32).rev().collect(),
@@ -704,9 +733,17 @@ impl Backend for UringBackend {
     fn submit(&mut self) -> Result<(), IoError> {
         for i in 0..self.queued.len() {
             let id = self.queued[i];
-            self.push_entry(id)?;
+            // On a failure, `queued` keeps only the reads that never became SQEs, so a later
+            // `drop_queued` frees no slot the kernel may still be handed.
+            if let Err(e) = self.push_entry(id) {
+                self.queued.drain(..i);
+                return Err(e);
+            }
             if self.submit_each {
-                self.enter(0, None)?;
+                if let Err(e) = self.enter(0, None) {
+                    self.queued.drain(..=i);
+                    return Err(e);
+                }
             }
         }
         self.queued.clear();
@@ -754,15 +791,21 @@ impl Backend for UringBackend {
         Ok(reaped)
     }
 
+    /// Frees the slots of reads pushed since the last `submit`: they never became SQEs, so the
+    /// kernel has never seen them.
+    fn drop_queued(&mut self) -> usize {
+        let dropped = self.queued.len();
+        self.free.extend_from_slice(&self.queued);
+        self.queued.clear();
+        dropped
+    }
+
     /// Drops queued reads and ready completions, cancels what the kernel holds and waits at most
     /// `within` for it (see [`Backend::cancel_all`]).
     fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
         let give_up = Instant::now() + within;
         let before = self.in_flight();
-        let queued = std::mem::take(&mut self.queued);
-        self.free.extend_from_slice(&queued);
-        self.queued = queued;
-        self.queued.clear();
+        self.drop_queued();
         self.ready.clear();
         // A failing ring leaves its reads counted as outstanding: the caller replaces it.
         let _ = self.cancel_in_kernel(give_up);
@@ -804,6 +847,7 @@ mod tests {
             resume_align: 1,
             buf_align: 64,
             fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+            cancels_reads: kernel_cancels_reads(),
         };
         let backend = UringBackend::new(&factory, depth).unwrap();
         Some((file, backend))
@@ -849,6 +893,56 @@ mod tests {
                 .unwrap(),
             0
         );
+    }
+
+    /// Reads pushed and not submitted are dropped without becoming SQEs: they never complete,
+    /// the submitted ones do, and afterwards the backend is idle with every slot reusable.
+    #[test]
+    fn drop_queued_reads_never_reach_the_kernel() {
+        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+        let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
+            return;
+        };
+        let push = |backend: &mut UringBackend, tags: std::ops::Range<u32>| {
+            for tag in tags {
+                let offset = u64::from(tag) * 1000;
+                backend
+                    .push(SampleRead {
+                        tag,
+                        file: 0,
+                        offset,
+                    })
+                    .unwrap();
+            }
+        };
+        push(&mut backend, 0..4);
+        backend.submit().unwrap();
+        push(&mut backend, 4..8);
+        assert_eq!(backend.drop_queued(), 4);
+        assert_eq!(backend.in_flight(), 4);
+        backend.submit().unwrap();
+        let mut out = Vec::with_capacity(8);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while backend.in_flight() > 0 && Instant::now() < deadline {
+            backend.reap(&mut out, 1, Some(deadline)).unwrap();
+        }
+        let mut tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+        tags.sort_unstable();
+        assert_eq!(tags, [0, 1, 2, 3], "a dropped read completed");
+        assert_eq!(backend.in_flight(), 0);
+        assert_eq!(backend.outstanding(), 0);
+        // Every slot is free again: a full batch fits and reads the right bytes.
+        out.clear();
+        push(&mut backend, 0..8);
+        backend.submit().unwrap();
+        while out.len() < 8 && Instant::now() < deadline {
+            backend.reap(&mut out, 8, Some(deadline)).unwrap();
+        }
+        assert_eq!(out.len(), 8);
+        for c in out {
+            let at = c.tag as usize * 1000;
+            assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
+        }
     }
 
     /// Dropping a backend with reads in flight waits for them (the kernel writes into the arena).
@@ -897,6 +991,7 @@ mod tests {
             resume_align: 1,
             buf_align: 64,
             fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+            cancels_reads: kernel_cancels_reads(),
         };
         let backend = UringBackend::new(&factory, 4).unwrap();
         Some((dir, writer, backend))

@@ -409,6 +409,71 @@ fn every_available_method_conforms() {
     }
 }
 
+/// `drop_queued` forgets reads pushed since the last submit on every method: they never
+/// complete, the submitted ones do with the right bytes, and the backend reads on afterwards.
+#[test]
+fn every_available_method_drops_queued_reads_unread() {
+    let fx = fixture();
+    for method in Method::available_real() {
+        let Some(factory) = open_or_skip(&fx, method, BlockSize::Natural) else {
+            continue;
+        };
+        let mut backend = factory.worker(DEPTH).unwrap();
+        let offset_of = |tag: u32| u64::from(tag) * 40_000 + 32;
+        let half = DEPTH as u32 / 2;
+        for tag in 0..DEPTH as u32 {
+            if tag == half {
+                backend.submit().unwrap();
+            }
+            let read = SampleRead {
+                tag,
+                file: 0,
+                offset: offset_of(tag),
+            };
+            backend.push(read).unwrap();
+        }
+        assert_eq!(backend.drop_queued(), DEPTH - half as usize, "{method}");
+        assert_eq!(backend.in_flight(), half as usize, "{method}");
+        backend.submit().unwrap();
+        let mut out: Vec<Completion> = Vec::with_capacity(DEPTH);
+        while backend.in_flight() > 0 {
+            backend.reap(&mut out, 1, None).unwrap();
+        }
+        let mut tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+        tags.sort_unstable();
+        assert_eq!(tags, (0..half).collect::<Vec<_>>(), "{method}");
+        for c in &out {
+            let got = c.result.as_ref().unwrap();
+            assert_eq!(got, &expected(&fx, 0, offset_of(c.tag)), "{method}");
+        }
+        assert_eq!(backend.drop_queued(), 0, "{method}");
+        assert_eq!(
+            pora_io::read_one(backend.as_mut(), 0, 4096 + 64).unwrap(),
+            expected(&fx, 0, 4096 + 64),
+            "{method}"
+        );
+    }
+}
+
+/// An opened factory reports the capabilities its method promises (the only difference allowed
+/// is a kernel that cannot cancel reads), and `auto`'s are those of what it opened.
+#[test]
+fn every_factory_reports_its_methods_capabilities() {
+    let fx = fixture();
+    for method in Method::available_real().into_iter().chain([Method::Auto]) {
+        let Some(factory) = open_or_skip(&fx, method, BlockSize::Natural) else {
+            continue;
+        };
+        let mut promised = factory.method().capabilities();
+        let opened = factory.capabilities();
+        promised.cancels_in_flight = opened.cancels_in_flight;
+        assert_eq!(opened, promised, "{method} opened as {}", factory.method());
+        if opened.completes_inline {
+            assert!(!opened.cancels_in_flight, "{method}");
+        }
+    }
+}
+
 #[test]
 fn auto_resolves_to_a_concrete_available_method() {
     let fx = fixture();

@@ -19,7 +19,8 @@ use pora_io::host::block_device::{block_device_of, BlockDevice};
 use pora_io::host::cpu_time::process_cpu_time;
 use pora_io::host::Unknown;
 use pora_io::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, SampleRead, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, Capabilities, IoConfig, IoError, Method, SampleRead,
+    SAMPLE_LEN,
 };
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -180,7 +181,12 @@ pub fn run_on(
         .map_err(MeasureError::Open)?;
     let mut notes = Vec::new();
     let devices = Devices::of(&paths, &mut notes);
-    let block_bytes = block_bytes(factory.method(), spec.block_size, &devices, &mut notes);
+    let block_bytes = block_bytes(
+        factory.capabilities(),
+        spec.block_size,
+        &devices,
+        &mut notes,
+    );
     let run = run_workers(spec, &grid, backends, stop, progress);
     let workers = run.workers.map_err(MeasureError::Worker)?;
     Ok(summarize(
@@ -216,14 +222,14 @@ fn offset_unit(block: BlockSize) -> u64 {
 /// The read unit of a run for MB/s: the block size, 32 B for natural buffered reads, the
 /// device's logical block for natural direct reads.
 fn block_bytes(
-    method: Method,
+    capabilities: Capabilities,
     block: BlockSize,
     devices: &Devices,
     notes: &mut Vec<String>,
 ) -> Option<u64> {
     match block {
         BlockSize::Bytes(b) => Some(u64::from(b)),
-        BlockSize::Natural if !method.is_unbuffered() => Some(SAMPLE_LEN as u64),
+        BlockSize::Natural if !capabilities.needs_alignment => Some(SAMPLE_LEN as u64),
         BlockSize::Natural => match devices.logical_block_size() {
             Ok(b) => Some(u64::from(b)),
             Err(e) => {

@@ -285,7 +285,7 @@ fn ceiling_pass(
         async_real.or_else(|| order.iter().copied().find(|m| methods.contains(m)))?
     };
     let threads = input.limits.cpus.clamp(1, 2);
-    let configs: Vec<(usize, usize)> = if !method.completes_inline() {
+    let configs: Vec<(usize, usize)> = if !method.capabilities().completes_inline {
         [32usize, 128, 256]
             .iter()
             .map(|total| {
@@ -321,7 +321,7 @@ fn latency_sweep(
     notes: &mut Vec<String>,
 ) -> Vec<RawResult> {
     let arm = c.knee.arm;
-    let configs: Vec<(usize, usize)> = if !arm.method.completes_inline() {
+    let configs: Vec<(usize, usize)> = if !arm.method.capabilities().completes_inline {
         [1usize, 4, 16, 64, 256]
             .iter()
             .filter(|d| **d <= limits.max_depth.max(1))

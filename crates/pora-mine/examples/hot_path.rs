@@ -161,4 +161,9 @@ impl Backend for MemBackend {
         out.append(&mut self.done);
         Ok(n)
     }
+    fn drop_queued(&mut self) -> usize {
+        let dropped = self.queued.len();
+        self.queued.clear();
+        dropped
+    }
 }

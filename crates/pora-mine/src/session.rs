@@ -312,12 +312,13 @@ fn knobs(
             // O_DIRECT reads bypass the page cache: residency says nothing about them; and with
             // both knobs given it would not change anything.
             let both_given = options.threads.is_some() && options.depth.is_some();
-            let resident = method.completes_inline()
-                && !method.is_unbuffered()
+            let capabilities = method.capabilities();
+            let resident = capabilities.completes_inline
+                && !capabilities.bypasses_page_cache
                 && !both_given
                 && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
             let (t, d) = default_knobs(method, resident);
-            let shape = if !method.completes_inline() {
+            let shape = if !capabilities.completes_inline {
                 "asynchronous: few threads, deep queues"
             } else if resident {
                 "synchronous on a shard in memory: few threads, deep batches"
@@ -337,7 +338,7 @@ fn knobs(
 /// The default (threads, depth) of a concrete method.
 pub fn default_knobs(method: Method, resident: bool) -> (usize, usize) {
     let cpus = available_cpus();
-    if method.completes_inline() && !resident {
+    if method.capabilities().completes_inline && !resident {
         (cpus.max(SYNC_COLD_THREADS), 1)
     } else {
         (cpus, DEEP_DEPTH)

@@ -61,7 +61,7 @@ pub fn mine_slot(
         required: request.required_diff.map(|r| r.to_be_bytes::<32>()),
         find: request.find,
         on_io_error: config.on_io_error,
-        inline_reads: miner.factory.method().completes_inline(),
+        inline_reads: miner.factory.capabilities().completes_inline,
         deadline: start + request.slot,
         stop,
         abort: AtomicBool::new(false),

@@ -287,7 +287,7 @@ pub fn mean_read_latency_sec(report: &SlotReport, choice: &Choice) -> Option<f64
         return None;
     }
     let threads = choice.threads as f64;
-    let latency = if choice.method.completes_inline() {
+    let latency = if choice.method.capabilities().completes_inline {
         report.io_wait_fraction * threads * report.elapsed_sec / samples as f64
     } else {
         threads * choice.depth as f64 * report.elapsed_sec / samples as f64

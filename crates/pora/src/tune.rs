@@ -282,7 +282,7 @@ fn print_report(o: &TuneOutcome, p: &Prediction, profile: Option<&Path>) {
 fn write_plot(path: &Path, o: &TuneOutcome) -> anyhow::Result<()> {
     let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for a in o.sweep.arms.iter().filter(|a| !a.trials.is_empty()) {
-        let label = if a.arm.method.completes_inline() {
+        let label = if a.arm.method.capabilities().completes_inline {
             format!("{} (threads)", a.arm.method)
         } else {
             format!("{}, {} thread(s)", a.arm.method, a.arm.threads)

@@ -186,6 +186,50 @@ fn json_report_has_the_keys_and_the_library_paths_nonces() {
     }
 }
 
+/// `cargo test` builds the binary under test with pora-io's `sim` feature (this crate's
+/// dev-dependency turns it on, and cargo unifies dev-dependency features when it builds tests),
+/// so `--method sim` mines here and finds the library path's nonces. A release build without the
+/// feature refuses the method instead (docs/io-methods.md, "`sim` (tests)").
+#[test]
+fn the_binary_under_test_has_the_simulated_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = create(dir.path(), 0);
+    let out = pora(&[
+        "mine",
+        "--file",
+        a.to_str().unwrap(),
+        "--randao",
+        RANDAO,
+        "--nonces",
+        "0..3000",
+        "--find",
+        "all",
+        "--required-diff",
+        REQUIRED,
+        "--method",
+        "sim",
+        "--threads",
+        "2",
+        "--depth",
+        "4",
+        "--json",
+    ]);
+    let objects = json_lines(&out);
+    assert_eq!(objects[0]["method"].as_str(), Some("sim"));
+    let found: Vec<(u64, String)> = objects[0]["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["nonce"].as_u64().unwrap(),
+                f["hash1"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(found, library_scan(&a, 3000));
+}
+
 #[test]
 fn human_output_and_random_randao_are_deterministic() {
     let dir = tempfile::tempdir().unwrap();

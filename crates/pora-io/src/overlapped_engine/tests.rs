@@ -828,3 +828,31 @@ fn a_cancel_that_gave_up_makes_shutdown_leak_without_waiting_again() {
     assert!(e.driver().leaked);
     assert_eq!(&e.driver().timeouts_ms[waits..], &[0], "one poll, no wait");
 }
+
+/// `drop_queued` forgets reads pushed since the last submit without starting them, leaves the
+/// ones already with the OS alone, and the dropped slots are reused.
+#[test]
+fn drop_queued_never_starts_the_dropped_reads() {
+    let plan = SpanPlan::new(1).unwrap();
+    let fake = FakeOs::new(MIB, 4, plan, 64, |_| Mode::Pending);
+    let mut e = engine(fake, plan, None, 4);
+    e.push(read(0, 0)).unwrap();
+    e.submit().unwrap();
+    e.push(read(1, 64)).unwrap();
+    e.push(read(2, 128)).unwrap();
+    let starts = e.driver().starts;
+    assert_eq!(e.drop_queued(), 2);
+    assert_eq!(e.in_flight(), 1);
+    e.submit().unwrap();
+    assert_eq!(e.driver().starts, starts, "a dropped read was started");
+    let mut out = Vec::new();
+    while e.in_flight() > 0 {
+        e.reap(&mut out, 1, None).unwrap();
+    }
+    assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [0]);
+    for i in 0..4 {
+        e.push(read(10 + i, 64 * u64::from(i))).unwrap();
+    }
+    assert_eq!(e.drop_queued(), 4);
+    assert_eq!(e.drop_queued(), 0);
+}

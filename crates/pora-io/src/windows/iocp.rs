@@ -168,6 +168,9 @@ impl Backend for IocpBackend {
     ) -> Result<usize, IoError> {
         self.engine.reap(out, min_complete, deadline)
     }
+    fn drop_queued(&mut self) -> usize {
+        self.engine.drop_queued()
+    }
     fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
         self.engine.cancel_all(within)
     }

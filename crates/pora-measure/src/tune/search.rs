@@ -43,7 +43,7 @@ pub struct GridLimits {
 pub fn grid(methods: &[Method], limits: GridLimits) -> Vec<Vec<Arm>> {
     let mut lines = Vec::new();
     for &method in methods {
-        if !method.completes_inline() {
+        if !method.capabilities().completes_inline {
             let mut threads = vec![1, limits.cpus.max(1)];
             threads.dedup();
             for t in threads {
@@ -414,7 +414,7 @@ mod tests {
         fn truth(&self, arm: &Arm) -> f64 {
             let by_latency = arm.reads_in_flight() as f64 * 1e6 / self.latency_us;
             let cpu = self.cpu_cap_per_thread * arm.threads.min(self.cpus) as f64;
-            let m = if !arm.method.completes_inline() {
+            let m = if !arm.method.capabilities().completes_inline {
                 1.0
             } else {
                 self.async_penalty

@@ -209,10 +209,14 @@ impl BackendFactory for Checked {
     fn describe(&self) -> String {
         format!("checked {}", self.inner.describe())
     }
+    fn capabilities(&self) -> pora_io::Capabilities {
+        self.inner.capabilities()
+    }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         Ok(Box::new(CheckedBackend {
             inner: self.inner.worker(depth)?,
             outstanding: vec![false; depth],
+            queued: Vec::with_capacity(depth),
             count: 0,
             violations: self.violations.clone(),
             max_outstanding: self.max_outstanding.clone(),
@@ -223,6 +227,8 @@ impl BackendFactory for Checked {
 struct CheckedBackend {
     inner: Box<dyn Backend>,
     outstanding: Vec<bool>,
+    /// Tags pushed since the last submit: what `drop_queued` forgets.
+    queued: Vec<u32>,
     count: u64,
     violations: Arc<AtomicU64>,
     max_outstanding: Arc<AtomicU64>,
@@ -249,10 +255,25 @@ impl Backend for CheckedBackend {
         self.count += 1;
         self.max_outstanding
             .fetch_max(self.count, Ordering::Relaxed);
-        self.inner.push(read)
+        let pushed = self.inner.push(read);
+        if pushed.is_ok() {
+            self.queued.push(read.tag);
+        }
+        pushed
     }
     fn submit(&mut self) -> Result<(), IoError> {
+        self.queued.clear();
         self.inner.submit()
+    }
+    fn drop_queued(&mut self) -> usize {
+        // Dropped reads never complete: they are no longer outstanding.
+        for tag in self.queued.drain(..) {
+            if let Some(flag) = self.outstanding.get_mut(tag as usize) {
+                *flag = false;
+            }
+            self.count -= 1;
+        }
+        self.inner.drop_queued()
     }
     fn reap(
         &mut self,

@@ -3,6 +3,13 @@
 use crate::error::{Error, Result};
 use crate::U256;
 
+/// es-node's default `cutoff` (seconds), used by every door when the caller gives none.
+pub const DEFAULT_CUTOFF: u64 = 7200;
+/// es-node's default `diffAdjDivisor`.
+pub const DEFAULT_DIFF_ADJ_DIVISOR: u64 = 32;
+/// es-node's default `minimumDiff`.
+pub const DEFAULT_MINIMUM_DIFF: u64 = 10_485_760;
+
 /// The storage contract's difficulty inputs for one slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DiffParams {

@@ -6,7 +6,11 @@
 use crate::buf::PoraBytes;
 use crate::guard::Failure;
 use crate::{PORA_ADDRESS_LEN, PORA_RANDAO_LEN};
-use pora_core::difficulty::{expected_diff, required_diff, DiffParams};
+// es-node's defaults for the difficulty inputs, shared with every door.
+use pora_core::difficulty::{
+    expected_diff, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
+    DEFAULT_MINIMUM_DIFF,
+};
 use pora_core::{Address, H256, U256};
 use pora_io::{Method, SimConfig};
 use pora_mine::session::{OpenOptions, ProfileSource};
@@ -123,11 +127,6 @@ pub struct PoraSlotParams {
     pub slot: u64,
     pub difficulty: PoraDifficulty,
 }
-
-/// es-node's defaults for the difficulty inputs.
-const DEFAULT_CUTOFF: u64 = 7200;
-const DEFAULT_DIFF_ADJ_DIVISOR: u64 = 32;
-const DEFAULT_MINIMUM_DIFF: u64 = 10_485_760;
 
 /// A 32-byte randao from borrowed bytes.
 ///

@@ -4,15 +4,14 @@
 //! not know is an error too (a typo must not silently fall back to a default).
 
 use crate::rpc::RpcError;
-use pora_core::difficulty::{expected_diff, parse_u256, required_diff, DiffParams};
+// es-node's defaults for the difficulty inputs a call may leave out, shared with every door.
+use pora_core::difficulty::{
+    expected_diff, parse_u256, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
+    DEFAULT_MINIMUM_DIFF,
+};
 use pora_core::{H256, U256};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
-
-/// es-node's defaults for the difficulty inputs a call may leave out.
-const DEFAULT_CUTOFF: u64 = 7200;
-const DEFAULT_DIFF_ADJ_DIVISOR: u64 = 32;
-const DEFAULT_MINIMUM_DIFF: u64 = 10_485_760;
 
 /// The named params of one call.
 pub struct Params {

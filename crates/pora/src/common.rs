@@ -3,7 +3,10 @@
 
 use anyhow::Context;
 use clap::ArgAction;
-use pora_core::difficulty::{expected_diff, parse_u256, required_diff, DiffParams};
+use pora_core::difficulty::{
+    expected_diff, parse_u256, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
+    DEFAULT_MINIMUM_DIFF,
+};
 use pora_core::{Address, H256, U256};
 use pora_io::Method;
 use pora_mine::session::{OpenOptions, ProfileSource};
@@ -51,13 +54,13 @@ pub struct DiffArgs {
     #[arg(long, requires = "difficulty")]
     pub interval: Option<u64>,
     /// Difficulty adjustment cutoff, seconds.
-    #[arg(long, default_value_t = 7200)]
+    #[arg(long, default_value_t = DEFAULT_CUTOFF)]
     pub cutoff: u64,
     /// Difficulty adjustment divisor.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = DEFAULT_DIFF_ADJ_DIVISOR)]
     pub diff_adj_divisor: u64,
     /// Minimum difficulty (decimal or 0x hex).
-    #[arg(long, value_parser = parse_u256_flag, default_value = "10485760")]
+    #[arg(long, value_parser = parse_u256_flag, default_value_t = U256::from(DEFAULT_MINIMUM_DIFF))]
     pub minimum_diff: U256,
 }
 

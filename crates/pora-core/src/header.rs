@@ -229,6 +229,18 @@ impl Header {
         HEADER_SIZE + self.data_len()
     }
 
+    /// File offset of KV `kv_idx`'s data (the KV must lie in this file: `chunk_idx_start <=
+    /// kv_idx`).
+    pub fn kv_data_offset(&self, kv_idx: u64) -> u64 {
+        HEADER_SIZE + (kv_idx - self.chunk_idx_start) * self.chunk_size
+    }
+
+    /// File offset of KV `kv_idx`'s meta entry: es-node keeps one `META_SIZE`-byte entry per KV
+    /// after the data region.
+    pub fn kv_meta_offset(&self, kv_idx: u64) -> u64 {
+        self.min_file_len() + (kv_idx - self.chunk_idx_start) * META_SIZE
+    }
+
     /// Bytes es-node allocates for this file: header, data and per-chunk meta.
     pub fn allocated_len(&self) -> Option<u64> {
         let per_chunk = self.chunk_size.checked_add(self.meta_size)?;
@@ -296,6 +308,20 @@ mod tests {
         Header::parse(Path::new("f.dat"), &h.encode())
             .unwrap_err()
             .to_string()
+    }
+
+    /// es-node's layout: data of the first KV right after the header, meta entries after the
+    /// whole data region, one per KV.
+    #[test]
+    fn kv_offsets_follow_the_layout() {
+        let h = sample();
+        assert_eq!(h.kv_data_offset(8192), HEADER_SIZE);
+        assert_eq!(h.kv_data_offset(8193), HEADER_SIZE + 131072);
+        assert_eq!(h.kv_meta_offset(8192), HEADER_SIZE + 8192 * 131072);
+        assert_eq!(
+            h.kv_meta_offset(8195),
+            HEADER_SIZE + 8192 * 131072 + 3 * META_SIZE
+        );
     }
 
     #[test]

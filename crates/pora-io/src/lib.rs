@@ -36,6 +36,7 @@ mod leak;
 mod method;
 mod overlapped_engine;
 mod positional;
+pub use positional::read_exact_at;
 pub mod sim;
 
 #[cfg(unix)]

@@ -1,5 +1,6 @@
-//! Exactly one sample by positional reads (`pread` on Unix, `ReadFile` at an offset on
-//! Windows): the plain read that the buffered synchronous methods and the simulated disk share.
+//! Positional reads (`pread` on Unix, `ReadFile` at an offset on Windows): exactly one sample,
+//! the plain read that the buffered synchronous methods and the simulated disk share, and any
+//! byte range for callers that share one handle between threads (scrub, decode).
 
 use crate::{ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
 use std::fs::File;
@@ -35,6 +36,30 @@ pub(crate) fn read_sample(file: &File, file_idx: u32, offset: u64) -> Result<Sam
     Ok(buf)
 }
 
+/// Fills `buf` from `offset`, every call carrying its own offset, so threads may share one
+/// `File` (a `seek` + `read` pair on a shared handle lets another thread's seek land in
+/// between). Unix leaves the cursor alone; Windows moves it, but no read here depends on it.
+/// Interruptions are retried; end of file is `UnexpectedEof` with `read_exact`'s message.
+pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(file, buf, offset) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ))
+            }
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// The code reported for an error that carries no OS code (never seen in practice).
 #[cfg(unix)]
 const EIO: i32 = libc::EIO;
@@ -50,4 +75,32 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
 #[cfg(windows)]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(unix)]
+    use std::io::Read;
+    use std::io::{Seek, SeekFrom, Write};
+
+    /// The read ignores the handle's cursor (and, on Unix, leaves it where it was), and a range
+    /// past the end is an `UnexpectedEof` error, not a short buffer.
+    #[test]
+    fn read_exact_at_keeps_the_cursor_and_refuses_a_short_range() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&(0..=255u8).collect::<Vec<_>>()).unwrap();
+        file.seek(SeekFrom::Start(7)).unwrap();
+        let mut buf = [0u8; 4];
+        read_exact_at(&file, &mut buf, 100).unwrap();
+        assert_eq!(buf, [100, 101, 102, 103]);
+        #[cfg(unix)]
+        {
+            let mut next = [0u8; 1];
+            file.read_exact(&mut next).unwrap();
+            assert_eq!(next, [7], "the cursor moved");
+        }
+        let e = read_exact_at(&file, &mut buf, 254).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
 }

@@ -10,7 +10,7 @@
 //! stay sparse, meta all zero).
 
 use crate::create::{allocated_len, open_for_create, CreateSpec};
-use crate::encoded::{data_offset, meta_offset, EMPTY_META};
+use crate::encoded::EMPTY_META;
 use crate::error::{ensure, PrepareError, Result};
 use crate::OnProgress;
 use pora_core::header::{Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_READY};
@@ -236,7 +236,7 @@ fn open_resume(path: &Path, want: &Header, range: Range<u64>) -> Result<(File, V
             .map_err(|e| PrepareError::io(format!("{name}: extending to {total} bytes"), e))?;
     }
     let mut metas = vec![0u8; ((range.end - range.start) * META_SIZE) as usize];
-    file.seek(SeekFrom::Start(meta_offset(want, range.start)))
+    file.seek(SeekFrom::Start(want.kv_meta_offset(range.start)))
         .and_then(|_| file.read_exact(&mut metas))
         .map_err(|e| PrepareError::io(format!("{name}: reading meta entries"), e))?;
     let mut todo = Vec::new();
@@ -310,7 +310,7 @@ fn recheck_filled(file: &mut File, header: &Header, kvs: &[u64]) -> Result<Vec<u
     let mut stored = vec![0u8; MASK_BYTES];
     let mut stale = Vec::new();
     for &kv in kvs {
-        file.seek(SeekFrom::Start(data_offset(header, kv)))
+        file.seek(SeekFrom::Start(header.kv_data_offset(kv)))
             .and_then(|_| file.read_exact(&mut stored))
             .map_err(|e| PrepareError::io(format!("re-checking KV {kv}"), e))?;
         let key = encode_key(&[], &header.miner.0, kv)?;
@@ -395,7 +395,7 @@ fn write_in_order(
         };
         let kvs = batches[next_batch];
         for (run, bytes) in runs(kvs, &buf, MASK_BYTES) {
-            file.seek(SeekFrom::Start(data_offset(header, run)))
+            file.seek(SeekFrom::Start(header.kv_data_offset(run)))
                 .and_then(|_| file.write_all(bytes))
                 .map_err(ctx)?;
         }
@@ -429,7 +429,7 @@ fn runs<'a>(kvs: &[u64], buf: &'a [u8], per_kv: usize) -> Vec<(u64, &'a [u8])> {
 fn write_metas(file: &mut File, header: &Header, kvs: &[u64]) -> std::io::Result<()> {
     let metas: Vec<u8> = kvs.iter().flat_map(|_| EMPTY_META).collect();
     for (first, bytes) in runs(kvs, &metas, META_SIZE as usize) {
-        file.seek(SeekFrom::Start(meta_offset(header, first)))?;
+        file.seek(SeekFrom::Start(header.kv_meta_offset(first)))?;
         file.write_all(bytes)?;
     }
     Ok(())

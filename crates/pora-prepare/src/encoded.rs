@@ -2,11 +2,10 @@
 //! `decode`, `scrub` and the empty fill share.
 
 use crate::error::{ensure, PrepareError, Result};
-use pora_core::header::{HEADER_SIZE, META_SIZE};
-use pora_core::{Address, DataFile, EncodeType, Header};
+use pora_core::header::META_SIZE;
+use pora_core::{Address, DataFile, EncodeType};
 use pora_encode::{COMMIT_LEN, MASK_BYTES};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
@@ -20,16 +19,6 @@ pub const EMPTY_META: [u8; 32] = {
     m[META_FLAGS_AT] = META_FILLED;
     m
 };
-
-/// File offset of KV `kv_idx`'s meta entry.
-pub fn meta_offset(h: &Header, kv_idx: u64) -> u64 {
-    HEADER_SIZE + h.chunk_idx_len * h.chunk_size + (kv_idx - h.chunk_idx_start) * META_SIZE
-}
-
-/// File offset of KV `kv_idx`'s data.
-pub fn data_offset(h: &Header, kv_idx: u64) -> u64 {
-    HEADER_SIZE + (kv_idx - h.chunk_idx_start) * h.chunk_size
-}
 
 /// An encodeType-3 data file opened read-only, with its geometry checked for encoding.
 pub struct EncodedFile {
@@ -89,23 +78,21 @@ impl EncodedFile {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let mut f = &self.file;
-        f.seek(SeekFrom::Start(offset))
-            .and_then(|_| f.read_exact(buf))
-            .map_err(|e| {
-                let what = format!(
-                    "{}: reading {} bytes at offset {offset}",
-                    self.data.path.display(),
-                    buf.len()
-                );
-                PrepareError::io(what, e)
-            })
+        // Positional: scrub's threads share this handle, and a seek + read pair would race.
+        pora_io::read_exact_at(&self.file, buf, offset).map_err(|e| {
+            let what = format!(
+                "{}: reading {} bytes at offset {offset}",
+                self.data.path.display(),
+                buf.len()
+            );
+            PrepareError::io(what, e)
+        })
     }
 
     /// The stored bytes of KV `kv_idx` (fails unless it is in the file).
     pub fn read_kv(&self, kv_idx: u64, buf: &mut [u8]) -> Result<()> {
         self.check_kv(kv_idx)?;
-        self.read_at(data_offset(&self.data.header, kv_idx), buf)
+        self.read_at(self.data.header.kv_data_offset(kv_idx), buf)
     }
 
     /// The meta entries of KVs `range` (global indices inside the file), 32 bytes each.
@@ -120,7 +107,7 @@ impl EncodedFile {
             held.start,
             held.end
         );
-        let start = meta_offset(&self.data.header, range.start);
+        let start = self.data.header.kv_meta_offset(range.start);
         let mut buf = vec![0u8; ((range.end - range.start) * META_SIZE) as usize];
         let end = start + buf.len() as u64;
         ensure!(

@@ -135,15 +135,26 @@ type Choice struct {
 	Depth   int     `json:"depth"`
 	Profile *string `json:"profile"`
 	Why     string  `json:"why"`
+	// Device is the disk the shards sit on ("vda", or "major:minor" for tmpfs), when known.
+	Device *string `json:"device"`
+	// Shards are the shard indexes mined with this choice.
+	Shards []uint64 `json:"shards"`
+	// IO describes the opened backend (method, alignment, ring features).
+	IO string `json:"io"`
 }
 
 // Shards is an opened shard set. Safe for concurrent use; one slot runs at a time (a second
 // MineSlot while one runs returns ErrBusy).
 type Shards struct {
-	mu     sync.RWMutex // guards id against Close while a call starts
-	id     C.uint64_t
+	mu sync.RWMutex // guards id against Close while a call starts
+	id C.uint64_t
+	// Choice is the first device's choice (the only one when all shards share a device).
 	Choice Choice
-	// ShardIdxs is the shard index of each group given to Open, in order.
+	// Choices has one choice per device: each device's shards have their own method, threads,
+	// depth and profile.
+	Choices []Choice
+	// ShardIdxs is the shard index of each group given to Open, in the order slots report
+	// them: device by device, in the given order within a device.
 	ShardIdxs []uint64
 	// Notes are things the user should know about how the set was opened (a stale profile...).
 	Notes []string
@@ -193,15 +204,16 @@ func Open(groups [][]string, opts Options) (*Shards, error) {
 	}
 	s := &Shards{id: id}
 	var info struct {
-		Shards []uint64 `json:"shards"`
-		Choice Choice   `json:"choice"`
-		Notes  []string `json:"notes"`
+		Shards  []uint64 `json:"shards"`
+		Choice  Choice   `json:"choice"`
+		Choices []Choice `json:"choices"`
+		Notes   []string `json:"notes"`
 	}
 	if err := json.Unmarshal(data, &info); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("pora open: reading the result: %w", err)
 	}
-	s.ShardIdxs, s.Choice, s.Notes = info.Shards, info.Choice, info.Notes
+	s.ShardIdxs, s.Choice, s.Choices, s.Notes = info.Shards, info.Choice, info.Choices, info.Notes
 	runtime.SetFinalizer(s, (*Shards).Close)
 	return s, nil
 }

@@ -153,6 +153,37 @@ func TestFindAllEqualsPoraMineForEveryMethod(t *testing.T) {
 	}
 }
 
+// TestChoicesCoverEveryShard: Open says, per device, what it chose; every shard is in exactly
+// one choice, and Choice is the first of them.
+func TestChoicesCoverEveryShard(t *testing.T) {
+	paths := smallShards(t)
+	s, err := Open([][]string{{paths[0]}, {paths[1]}}, Options{Method: "pread", Threads: 2, Depth: 4, IgnoreProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Choices) == 0 || !equalJSON(s.Choices[0], s.Choice) {
+		t.Fatalf("Choice %+v is not the first of Choices %+v", s.Choice, s.Choices)
+	}
+	seen := map[uint64]int{}
+	for _, c := range s.Choices {
+		if c.Method != "pread" || c.Threads != 2 || c.Depth != 4 || c.IO == "" {
+			t.Errorf("choice %+v: want pread 2 x 4 and an io description", c)
+		}
+		for _, shard := range c.Shards {
+			seen[shard]++
+		}
+	}
+	for _, shard := range s.ShardIdxs {
+		if seen[shard] != 1 {
+			t.Errorf("shard %d is in %d choices, want 1: %+v", shard, seen[shard], s.Choices)
+		}
+	}
+	if len(seen) != len(s.ShardIdxs) {
+		t.Errorf("choices name shards %v, Open returned %v", seen, s.ShardIdxs)
+	}
+}
+
 func equalJSON(a, b interface{}) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -190,7 +190,8 @@ uint32_t pora_abi_version(void);
 // Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
 // `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
 // may be null for the defaults. On success `*handle` is the set's id and `out` holds
-// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why},"notes":[...]}`.
+// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why,device,shards,io},
+// "choices":[one such per device],"notes":[...]}`.
 //
 // # Safety
 // Pointers must be null or valid for their lengths; `handle` and `out` writable.

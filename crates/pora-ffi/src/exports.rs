@@ -24,9 +24,13 @@ pub extern "C" fn pora_abi_version() -> u32 {
 /// What `pora_open` returns: how the set was opened and what the user should know.
 #[derive(Serialize)]
 struct OpenRecord<'a> {
-    /// The shard index of each group, in order.
+    /// The shard index of each group, in the order slots report them: device by device, in the
+    /// given order within a device (the given order when all sit on one device).
     shards: Vec<u64>,
-    choice: &'a Choice,
+    /// The first device's choice (the only one when all shards sit on one device).
+    choice: Option<&'a Choice>,
+    /// One choice per device, each naming its device and shards.
+    choices: &'a [Choice],
     notes: &'a [String],
 }
 
@@ -64,7 +68,8 @@ fn mine_failure(e: MineError) -> Failure {
 /// Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
 /// `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
 /// may be null for the defaults. On success `*handle` is the set's id and `out` holds
-/// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why},"notes":[...]}`.
+/// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why,device,shards,io},
+/// "choices":[one such per device],"notes":[...]}`.
 ///
 /// # Safety
 /// Pointers must be null or valid for their lengths; `handle` and `out` writable.
@@ -96,7 +101,8 @@ pub unsafe extern "C" fn pora_open(
                 .iter()
                 .map(|s| s.geometry.shard_idx)
                 .collect(),
-            choice: session.choice(),
+            choice: session.choices().first(),
+            choices: session.choices(),
             notes: session.notes(),
         })?;
         *handle = registry::add_shards(Shards::new(session));
@@ -228,7 +234,7 @@ pub unsafe extern "C" fn pora_mine_slot(
                 format!("shard handle {handle:#x} was closed while the slot ran; its results are discarded"),
             ));
         }
-        let records = ShardSlotRecord::from_report(params.slot, &report, set.session.choice());
+        let records = ShardSlotRecord::from_report(params.slot, &report, set.session.choices());
         json(&SlotRecords {
             shards: &records,
             io_error_messages: &report.io_error_messages,

@@ -90,9 +90,20 @@ pub struct FileFacts {
 pub struct Identity {
     /// `major:minor` of the file system's device (`st_dev`).
     pub device_number: Option<String>,
+    /// The whole disk under the file system (`vda` for `vda1`), when sysfs knows it: what
+    /// shards on one device share.
+    pub disk: Option<String>,
     /// The device model from sysfs, when it has one.
     pub model: Option<String>,
     pub fs_type: Option<String>,
+}
+
+impl Identity {
+    /// What the file's reads queue on: the whole disk when known, else the file system's
+    /// device number (tmpfs, a network file system), else `None`.
+    pub fn device_key(&self) -> Option<String> {
+        self.disk.clone().or_else(|| self.device_number.clone())
+    }
 }
 
 /// What the probes only the OS layer can run find about a file.
@@ -105,12 +116,11 @@ struct OsFacts {
 /// [`Identity`] of `path`; facts that cannot be read stay `None`.
 pub fn identify(path: &Path, roots: &Roots) -> Identity {
     let numbers = device_numbers(path, roots);
+    let facts = numbers.dev.and_then(|(ma, mi)| device_facts(roots, ma, mi));
     Identity {
         device_number: numbers.stat_dev.map(|(ma, mi)| format!("{ma}:{mi}")),
-        model: numbers
-            .dev
-            .and_then(|(ma, mi)| device_facts(roots, ma, mi))
-            .and_then(|d| d.model),
+        disk: facts.as_ref().map(|d| d.disk.clone()),
+        model: facts.and_then(|d| d.model),
         fs_type: fs_type(path).ok(),
     }
 }

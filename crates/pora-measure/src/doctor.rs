@@ -9,7 +9,7 @@ use pora_core::HEADER_SIZE;
 use pora_io::host::block_device::Layer;
 use pora_io::host::Roots;
 use pora_io::probe::{self, Fact, FileFacts};
-use pora_mine::profile;
+use pora_mine::{devices, profile};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -47,6 +47,9 @@ pub struct Finding {
     /// The file the finding is about; `None` for the shard as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The device the finding is about (its profile, when the files sit on several devices).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 fn finding(
@@ -61,6 +64,7 @@ fn finding(
         message: message.into(),
         remedy,
         file: None,
+        device: None,
     }
 }
 
@@ -99,7 +103,7 @@ impl Report {
         #[cfg(windows)]
         all.extend(files.iter().flat_map(|f| windows_findings(f)));
         all.push(shard_finding(files, kv_entries_bits));
-        all.push(profile_finding(files));
+        all.extend(profile_findings(files));
         Ok(Report {
             findings: all,
             files: facts,
@@ -511,6 +515,44 @@ pub fn shard_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding
         Ok(s) => finding("shard", Severity::Ok, format!("{} complete shards, one per file", s.len()), None),
         Err(ShardsError::Single(together) | ShardsError::Neither { together, .. }) => finding("shard", Severity::Bad, format!("not a complete shard: {together}"), Some("give every data file of the shard (pora info FILE... shows the ranges), or the right --kv-entries-bits".into())),
     }
+}
+
+/// The profile findings: one for the files, or, when they sit on several devices, a note that
+/// each device is mined, tuned and profiled on its own, and one profile finding per device
+/// (issue 13; grouped by [`pora_mine::devices::by_device`], as `pora mine` and `pora tune` do).
+pub fn profile_findings(files: &[PathBuf]) -> Vec<Finding> {
+    let groups = devices::by_device(files.iter().map(|f| f.as_path()));
+    if groups.len() < 2 {
+        return vec![profile_finding(files)];
+    }
+    let names: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let members: Vec<String> = g
+                .members
+                .iter()
+                .map(|&i| files[i].display().to_string())
+                .collect();
+            format!("{} ({})", g.label(), members.join(", "))
+        })
+        .collect();
+    let mut all = vec![finding(
+        "devices",
+        Severity::Info,
+        format!(
+            "the files sit on {} devices: {}; `pora mine` gives each device its own threads, reads in flight and profile, so a slow device does not pace the others",
+            groups.len(),
+            names.join("; ")
+        ),
+        None,
+    )];
+    for group in &groups {
+        let theirs: Vec<PathBuf> = group.members.iter().map(|&i| files[i].clone()).collect();
+        let mut f = profile_finding(&theirs);
+        f.device = Some(group.label());
+        all.push(f);
+    }
+    all
 }
 
 /// Whether a tune profile exists next to the first file and still matches.

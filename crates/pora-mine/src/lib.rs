@@ -11,6 +11,7 @@
 //! and shapes the JSON records the CLI, the C ABI and the service share.
 
 mod config;
+pub mod devices;
 pub mod lanes;
 mod plan;
 pub mod profile;
@@ -284,19 +285,43 @@ pub fn hash_nonce(
         .map_err(verify::Unconfirmed::into_sample_error)
 }
 
-/// A configured miner over a set of shards and one opened backend factory.
+/// The shards of one device and the backend factory that reads them: a pool has its own worker
+/// threads, reads in flight and chains, so a slow device holds only its own shards back (issue
+/// 13). The pools of a miner partition its shards in order.
+pub struct Pool {
+    /// How many of the miner's shards, taken in order after the previous pools', this pool mines.
+    pub shards: usize,
+    /// Opened over exactly these shards' files, in [`Miner::paths`] order.
+    pub factory: Arc<dyn BackendFactory>,
+    pub threads: usize,
+    pub depth: usize,
+}
+
+/// A pool as the slot runs it.
+pub(crate) struct PoolState {
+    pub factory: Arc<dyn BackendFactory>,
+    pub threads: usize,
+    pub depth: usize,
+    /// The pool's shards (indices into the miner's shards).
+    pub shards: Range<usize>,
+    /// Index in [`Miner::paths`] of the pool's first file: the factory's file 0.
+    pub first_file: u32,
+}
+
+/// A configured miner over a set of shards and one opened backend factory per device pool.
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
 /// abandoned at its deadline are drained before the next slot starts its clock.
 pub struct Miner {
     shards: Vec<ShardSet>,
-    factory: Arc<dyn BackendFactory>,
     config: MineConfig,
+    pools: Vec<PoolState>,
     plans: Vec<plan::ShardPlan>,
     /// Index of each shard's first file in [`Miner::paths`].
     file_bases: Vec<u32>,
     paths: Vec<PathBuf>,
-    backends: Mutex<Vec<Box<dyn Backend>>>,
+    /// Per pool, its workers' backends (also the "one slot at a time" lock).
+    backends: Mutex<Vec<Vec<Box<dyn Backend>>>>,
     verifier: Mutex<verify::Verifier>,
 }
 
@@ -306,13 +331,29 @@ impl Miner {
         shards.iter().flat_map(|s| s.paths()).collect()
     }
 
-    /// Checks the configuration (threads, depth, nonce range) and builds the miner.
+    /// Checks the configuration (threads, depth, nonce range) and builds the miner: one pool of
+    /// `config.threads` workers reading every shard through `factory`.
     pub fn new(
         shards: Vec<ShardSet>,
         factory: Arc<dyn BackendFactory>,
         config: MineConfig,
     ) -> Result<Miner, MineError> {
-        config::validate(&config, shards.len())?;
+        let pool = Pool {
+            shards: shards.len(),
+            factory,
+            threads: config.threads,
+            depth: config.depth,
+        };
+        Miner::with_pools(shards, vec![pool], config)
+    }
+
+    /// A miner whose shards are split into `pools` (one per device), each with its own factory,
+    /// threads and depth; `config`'s threads and depth are not used.
+    pub fn with_pools(
+        shards: Vec<ShardSet>,
+        pools: Vec<Pool>,
+        config: MineConfig,
+    ) -> Result<Miner, MineError> {
         let paths = Miner::paths(&shards);
         if paths.len() > u32::MAX as usize {
             return Err(MineError::Config(format!(
@@ -326,20 +367,22 @@ impl Miner {
             file_bases.push(next);
             next += shard.files.len() as u32;
         }
+        let pools = pool_states(pools, &file_bases, &config)?;
         let plans = shards
             .iter()
             .zip(&file_bases)
             .map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner))
             .collect();
-        let backends = (0..config.threads)
-            .map(|_| factory.worker(config.depth))
-            .collect::<Result<Vec<_>, _>>()?;
+        let backends = pools
+            .iter()
+            .map(|p| (0..p.threads).map(|_| p.factory.worker(p.depth)).collect())
+            .collect::<Result<Vec<Vec<_>>, _>>()?;
         let verifier = verify::Verifier::new(paths.clone())?;
         Ok(Miner {
             verifier: Mutex::new(verifier),
             shards,
-            factory,
             config,
+            pools,
             plans,
             file_bases,
             paths,
@@ -352,9 +395,11 @@ impl Miner {
         &self.config
     }
 
-    /// The backend factory's one-line description (method, alignment, ring features).
+    /// The backend factories' one-line descriptions (method, alignment, ring features), one per
+    /// pool, joined by "; ".
     pub fn describe_io(&self) -> String {
-        self.factory.describe()
+        let each: Vec<String> = self.pools.iter().map(|p| p.factory.describe()).collect();
+        each.join("; ")
     }
 
     /// One nonce of shard `shard_idx` through the plain single-nonce path (the files opened with
@@ -390,4 +435,50 @@ impl Miner {
         config::validate_request(request)?;
         slot::mine_slot(self, request, stop)
     }
+}
+
+/// Checks that `pools` partition the shards in order and that each pool's threads and depth are
+/// valid for its shards.
+fn pool_states(
+    pools: Vec<Pool>,
+    file_bases: &[u32],
+    config: &MineConfig,
+) -> Result<Vec<PoolState>, MineError> {
+    if file_bases.is_empty() {
+        // The same "no shard" message as a single pool gets.
+        config::validate(config, 0)?;
+    }
+    let mut states = Vec::with_capacity(pools.len());
+    let mut start = 0usize;
+    for pool in pools {
+        let knobs = MineConfig {
+            threads: pool.threads,
+            depth: pool.depth,
+            ..config.clone()
+        };
+        config::validate(&knobs, pool.shards)?;
+        let shards = start..start + pool.shards;
+        let first_file = *file_bases.get(start).ok_or_else(|| {
+            MineError::Config(format!(
+                "the pools name {} shards, the miner has {}",
+                shards.end,
+                file_bases.len()
+            ))
+        })?;
+        start = shards.end;
+        states.push(PoolState {
+            factory: pool.factory,
+            threads: pool.threads,
+            depth: pool.depth,
+            shards,
+            first_file,
+        });
+    }
+    if start != file_bases.len() {
+        return Err(MineError::Config(format!(
+            "the pools name {start} shards, the miner has {}",
+            file_bases.len()
+        )));
+    }
+    Ok(states)
 }

@@ -233,6 +233,7 @@ fn file_fingerprint(path: &Path, roots: &pora_io::host::Roots) -> FileFingerprin
         device_number: device,
         model,
         fs_type,
+        ..
     } = pora_io::probe::identify(path, roots);
     FileFingerprint {
         path: shown.display().to_string(),

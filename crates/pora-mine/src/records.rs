@@ -3,7 +3,7 @@
 //! Field names are camelCase; 256-bit values are 0x-hex (hashes) or decimal strings
 //! (`requiredDiff`), as es-node's tools print them.
 
-use crate::session::Choice;
+use crate::session::{choice_for, Choice};
 use crate::{Bottleneck, SlotReport};
 use pora_core::difficulty::meets;
 use pora_core::{Address, NonceProof, H256, U256};
@@ -38,12 +38,16 @@ pub struct ShardSlotRecord {
 }
 
 impl ShardSlotRecord {
-    /// The records of every shard of `report`, slot number `slot`, mined with `choice`.
-    pub fn from_report(slot: u64, report: &SlotReport, choice: &Choice) -> Vec<ShardSlotRecord> {
+    /// The records of every shard of `report`, slot number `slot`, each mined with its device's
+    /// choice among `choices` (one per device: [`crate::session::Session::choices`]); a shard
+    /// no choice names has no record.
+    pub fn from_report(slot: u64, report: &SlotReport, choices: &[Choice]) -> Vec<ShardSlotRecord> {
         report
             .shards
             .iter()
-            .map(|shard| ShardSlotRecord {
+            // A session's choices name every shard it mines.
+            .filter_map(|shard| Some((shard, choice_for(choices, shard.shard)?)))
+            .map(|(shard, choice)| ShardSlotRecord {
                 slot,
                 shard: shard.shard,
                 randao: shard.randao,

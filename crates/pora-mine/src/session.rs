@@ -1,14 +1,16 @@
 //! Opening shards by path the way every front end does — the `pora` CLI, the C ABI and the
-//! service share this one path: group files into shards, find the tune profile, resolve `auto`,
-//! choose threads and depth, open the backends and say what was chosen and why.
+//! service share this one path: group files into shards and shards by device, find each
+//! device's tune profile, resolve `auto`, choose threads and depth, open one backend factory per
+//! device and say what was chosen for each and why.
 //!
 //! Without a profile the choice comes from cheap facts (issue 13): a shard whose files are
 //! almost all in the page cache is read through `mmap` with few threads and deep batches (reads
 //! are memory copies, so the CPUs are the limit); a cold shard gets the documented `auto` rule
 //! (io_uring with O_DIRECT, then IOCP unbuffered, then pread) and each method's cold defaults.
 
+use crate::devices::{self, DeviceGroup};
 use crate::profile::{self, Lookup};
-use crate::{MineConfig, MineError, Miner, OnIoError, SlotReport, SlotRequest};
+use crate::{MineConfig, MineError, Miner, OnIoError, Pool, SlotReport, SlotRequest};
 use pora_core::{Address, NonceProof, ShardSet, H256};
 use pora_io::{IoConfig, Method};
 use std::path::{Path, PathBuf};
@@ -105,7 +107,7 @@ impl OpenOptions {
     }
 }
 
-/// The method and knobs a session runs with, and why.
+/// The method and knobs one device's shards run with, and why.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Choice {
@@ -116,51 +118,59 @@ pub struct Choice {
     pub profile: Option<PathBuf>,
     /// One phrase: where the method and knobs came from.
     pub why: String,
+    /// The device these shards sit on (`vda`, or `major:minor` for tmpfs), when known.
+    pub device: Option<String>,
+    /// The shards mined with this choice.
+    pub shards: Vec<u64>,
+    /// The backend factory's one-line description (method, alignment, ring features).
+    pub io: String,
 }
 
-/// Shards opened for mining: the miner, what was chosen, and notes for the user (a profile that
-/// was found stale, say).
+/// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
+/// (a profile that was found stale, say).
 pub struct Session {
     miner: Miner,
-    choice: Choice,
+    choices: Vec<Choice>,
     notes: Vec<String>,
 }
 
 impl Session {
-    /// Opens `groups` (one group of data files per shard) read-only and builds the miner.
+    /// Opens `groups` (one group of data files per shard) read-only and builds the miner: the
+    /// shards are grouped by device (issue 13), and each device gets its own profile, method,
+    /// threads, depth and worker pool. The miner's shards (and so every report) come device by
+    /// device, in the order given within a device.
     pub fn open(groups: &[Vec<PathBuf>], options: &OpenOptions) -> Result<Session, MineError> {
         let shards = open_shards(groups, options.kv_entries_bits)?;
-        let paths = Miner::paths(&shards);
-        let user_files: Vec<PathBuf> = groups.iter().flatten().cloned().collect();
-        let (tuned, notes) = find_profile(&user_files, &options.profile)?;
-        let (method, why) = match (options.io.method, &tuned) {
-            (Method::Auto, Some(t)) => (t.method, "the tune profile's method".to_string()),
-            (Method::Auto, None) => auto_method(&paths),
-            (m, _) => (m, format!("--method {m}")),
-        };
-        let io = IoConfig {
-            method,
-            ..options.io.clone()
-        };
-        let factory =
-            pora_io::open(&paths, &io).map_err(|source| MineError::Open { method, source })?;
-        let method = factory.method();
-        let (threads, depth, why) = knobs(method, why, tuned.as_ref(), &paths, options);
+        let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
+        let several = devices.len() > 1;
+        let (mut ordered, mut pools, mut choices, mut notes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (device, members) in devices.iter().zip(devices::split(shards, &devices)) {
+            let user_files: Vec<PathBuf> = device
+                .members
+                .iter()
+                .flat_map(|&i| groups[i].iter().cloned())
+                .collect();
+            let opened = open_device(&members, &user_files, device, options)?;
+            let label = |note: String| match several {
+                true => format!("{}: {note}", device.label()),
+                false => note,
+            };
+            notes.extend(opened.notes.into_iter().map(label));
+            pools.push(opened.pool);
+            choices.push(opened.choice);
+            ordered.extend(members);
+        }
+        // With no shard there is no choice; the miner then refuses with "no shard to mine".
+        let (threads, depth) = choices.first().map_or((1, 1), |c| (c.threads, c.depth));
         let config = MineConfig::new(threads, depth)
             .with_random_checks(options.random_checks)
             .with_on_io_error(options.on_io_error)
             .with_miner(options.miner);
-        let miner = Miner::new(shards, factory, config)?;
-        let profile = tuned.filter(|t| t.method == method).map(|t| t.path);
+        let miner = Miner::with_pools(ordered, pools, config)?;
         Ok(Session {
             miner,
-            choice: Choice {
-                method,
-                threads,
-                depth,
-                profile,
-                why,
-            },
+            choices,
             notes,
         })
     }
@@ -169,8 +179,35 @@ impl Session {
         &self.miner
     }
 
-    pub fn choice(&self) -> &Choice {
-        &self.choice
+    /// One choice per device, in the miner's shard order.
+    pub fn choices(&self) -> &[Choice] {
+        &self.choices
+    }
+
+    /// The choice shard `shard` is mined with.
+    pub fn choice_for(&self, shard: u64) -> Option<&Choice> {
+        choice_for(&self.choices, shard)
+    }
+
+    /// What was opened, one line per device: `<io> | <threads> threads x depth <depth> (<why>)`,
+    /// prefixed with the device and its shards when the shards sit on several devices.
+    pub fn opening_lines(&self) -> Vec<String> {
+        let several = self.choices.len() > 1;
+        self.choices
+            .iter()
+            .map(|c| {
+                let line = format!(
+                    "{} | {} threads x depth {} ({})",
+                    c.io, c.threads, c.depth, c.why
+                );
+                if !several {
+                    return line;
+                }
+                let shards: Vec<String> = c.shards.iter().map(u64::to_string).collect();
+                let device = c.device.as_deref().unwrap_or("unknown");
+                format!("device {device} (shards {}): {line}", shards.join(", "))
+            })
+            .collect()
     }
 
     /// Things the user should know about how the session was opened (one line each).
@@ -191,6 +228,64 @@ impl Session {
     pub fn hash(&self, shard_idx: u64, randao: &H256, nonce: u64) -> Result<NonceProof, MineError> {
         self.miner.hash(shard_idx, randao, nonce)
     }
+}
+
+/// The choice among `choices` that mines shard `shard`.
+pub fn choice_for(choices: &[Choice], shard: u64) -> Option<&Choice> {
+    choices.iter().find(|c| c.shards.contains(&shard))
+}
+
+/// One device's shards, opened: its pool for the miner, what was chosen and the notes.
+struct OpenedDevice {
+    pool: Pool,
+    choice: Choice,
+    notes: Vec<String>,
+}
+
+/// Finds the device's profile (beside its first file), resolves the method, opens the factory
+/// over its shards' files and picks threads and depth.
+fn open_device(
+    shards: &[ShardSet],
+    user_files: &[PathBuf],
+    device: &DeviceGroup,
+    options: &OpenOptions,
+) -> Result<OpenedDevice, MineError> {
+    let paths = Miner::paths(shards);
+    let (tuned, notes) = find_profile(user_files, &options.profile)?;
+    let (method, why) = match (options.io.method, &tuned) {
+        (Method::Auto, Some(t)) => (t.method, "the tune profile's method".to_string()),
+        (Method::Auto, None) => auto_method(&paths),
+        (m, _) => (m, format!("--method {m}")),
+    };
+    let io = IoConfig {
+        method,
+        ..options.io.clone()
+    };
+    let factory =
+        pora_io::open(&paths, &io).map_err(|source| MineError::Open { method, source })?;
+    let method = factory.method();
+    let (threads, depth, why) = knobs(method, why, tuned.as_ref(), &paths, options);
+    let choice = Choice {
+        method,
+        threads,
+        depth,
+        profile: tuned.filter(|t| t.method == method).map(|t| t.path),
+        why,
+        device: device.device.clone(),
+        shards: shards.iter().map(|s| s.geometry.shard_idx).collect(),
+        io: factory.describe(),
+    };
+    let pool = Pool {
+        shards: shards.len(),
+        factory,
+        threads,
+        depth,
+    };
+    Ok(OpenedDevice {
+        pool,
+        choice,
+        notes,
+    })
 }
 
 /// One [`ShardSet`] per group; a shard given twice is refused.

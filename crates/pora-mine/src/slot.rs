@@ -1,5 +1,5 @@
 //! One slot: drain what the previous slot abandoned, start the clock, run one scoped thread per
-//! worker backend, sum their counts, re-verify the nonces to report and build the report.
+//! worker backend of every device pool, sum their counts, re-verify the nonces to report and build the report.
 //!
 //! Live shards: es-node writes new blobs into the shards it mines. A candidate whose samples
 //! changed between the mining read and the verification read is expected, not an error: the
@@ -8,9 +8,10 @@
 
 use crate::lanes::Hash0Prefix;
 use crate::verify::Unconfirmed;
-use crate::worker::{self, Candidate, End, ShardTally, SlotShared, WorkerOutcome};
+use crate::worker::{self, Candidate, End, Lane, ShardTally, SlotShared, WorkerOutcome};
 use crate::{
-    Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
+    Bottleneck, Find, MineError, Miner, OnIoError, PoolState, ShardSlotReport, SlotReport,
+    SlotRequest,
 };
 use pora_core::difficulty::meets;
 use pora_io::Backend;
@@ -37,12 +38,18 @@ pub fn mine_slot(
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
     };
-    for backend in backends.iter_mut() {
-        drain_stale(miner, backend)?;
+    for (pool, pool_backends) in miner.pools.iter().zip(backends.iter_mut()) {
+        for backend in pool_backends.iter_mut() {
+            drain_stale(pool, backend)?;
+        }
     }
     let shards = miner.plans.len();
     let nonce_count = request.nonces.end - request.nonces.start;
-    let chains = (config.threads * config.depth) as u64;
+    let chains: u64 = miner
+        .pools
+        .iter()
+        .map(|p| (p.threads * p.depth) as u64)
+        .sum();
     let start = Instant::now();
     let shared = SlotShared {
         plans: &miner.plans,
@@ -61,19 +68,23 @@ pub fn mine_slot(
         required: request.required_diff.map(|r| r.to_be_bytes::<32>()),
         find: request.find,
         on_io_error: config.on_io_error,
-        inline_reads: miner.factory.capabilities().completes_inline,
         deadline: start + request.slot,
         stop,
         abort: AtomicBool::new(false),
     };
     let results: Vec<Result<WorkerOutcome, MineError>> = std::thread::scope(|scope| {
         let shared = &shared;
-        let handles: Vec<_> = backends
-            .iter_mut()
-            .enumerate()
-            .map(|(index, backend)| {
-                scope.spawn(move || worker::run(backend.as_mut(), shared, config.depth, index))
+        let handles: Vec<_> = miner
+            .pools
+            .iter()
+            .zip(backends.iter_mut())
+            .flat_map(|(pool, pool_backends)| {
+                pool_backends
+                    .iter_mut()
+                    .enumerate()
+                    .map(move |(index, backend)| (Lane::new(pool, index), backend))
             })
+            .map(|(lane, backend)| scope.spawn(move || worker::run(backend.as_mut(), shared, lane)))
             .collect();
         handles
             .into_iter()
@@ -101,12 +112,12 @@ pub fn mine_slot(
 /// Cancels (and discards) reads a previous slot abandoned, so no stale completion reaches the
 /// next slot's chains; a backend whose reads are still in the kernel after the bounded wait is
 /// replaced (the old one is leaked by pora-io rather than waited for: `pora_io::leaked_backends`).
-fn drain_stale(miner: &Miner, backend: &mut Box<dyn Backend>) -> Result<(), MineError> {
+fn drain_stale(pool: &PoolState, backend: &mut Box<dyn Backend>) -> Result<(), MineError> {
     if backend.in_flight() == 0 {
         return Ok(());
     }
     if !backend.cancel_all(DRAIN_TIMEOUT).is_idle() {
-        *backend = miner.factory.worker(miner.config.depth)?;
+        *backend = pool.factory.worker(pool.depth)?;
     }
     Ok(())
 }

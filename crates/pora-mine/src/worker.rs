@@ -7,9 +7,11 @@
 //! back (its index depends on it).
 //!
 //! Work: each shard has one atomic counter of claimed nonce offsets; a worker claims blocks of
-//! `claim_block` nonces from it and hands them to its chains. Every chain has a home shard (the
-//! chains of all workers are dealt round-robin over the shards), and takes nonces from it until
-//! it has none left; only then does it help another shard. So each shard keeps its own share of
+//! `claim_block` nonces from it and hands them to its chains. A worker belongs to one device
+//! pool (its backend reads only that pool's files) and serves only the pool's shards. Every
+//! chain has a home shard (the chains of a pool's workers are dealt round-robin over its
+//! shards), and takes nonces from it until it has none left; only then does it help another
+//! shard of its pool. So each shard keeps its own share of
 //! reads in flight whatever the other shards' devices do: a slow disk holds only its own
 //! chains, and a fast shard's rate depends on its own device and the CPU (issue 13: with shared
 //! chains, the slow shard absorbed them and set every shard's pace).
@@ -27,7 +29,7 @@
 
 use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
 use crate::plan::ShardPlan;
-use crate::{Find, MineError, OnIoError};
+use crate::{Find, MineError, OnIoError, PoolState};
 use pora_core::keccak::keccak256_padded_blocks;
 use pora_io::{Backend, Completion, ReadError, SampleRead};
 use std::ops::Range;
@@ -58,12 +60,36 @@ pub struct SlotShared<'a> {
     pub required: Option<[u8; 32]>,
     pub find: Find,
     pub on_io_error: OnIoError,
-    /// The backend reads inside `submit` (see [`TimeSplit`]).
-    pub inline_reads: bool,
     pub deadline: Instant,
     pub stop: &'a AtomicBool,
     /// Set by a worker that fails, so the others end too.
     pub abort: AtomicBool,
+}
+
+/// What one worker reads: its pool's shards through its pool's backend.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    /// The pool's shards: the only ones this worker's chains take nonces from.
+    pub shards: Range<usize>,
+    /// The pool's first file in the miner's file list: the backend's file 0.
+    pub first_file: u32,
+    /// The backend reads inside `submit` (see [`TimeSplit`]).
+    pub inline_reads: bool,
+    pub depth: usize,
+    /// This worker's number within its pool.
+    pub index: usize,
+}
+
+impl Lane {
+    pub fn new(pool: &PoolState, index: usize) -> Self {
+        Lane {
+            shards: pool.shards.clone(),
+            first_file: pool.first_file,
+            inline_reads: pool.factory.capabilities().completes_inline,
+            depth: pool.depth,
+            index,
+        }
+    }
 }
 
 /// Per-shard counts of one worker.
@@ -252,6 +278,7 @@ struct LocalWork {
 
 struct Worker<'s, 'a> {
     shared: &'s SlotShared<'a>,
+    lane: Lane,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
     active: usize,
@@ -265,15 +292,14 @@ struct Worker<'s, 'a> {
     starts: HashBatch,
 }
 
-/// Runs worker number `index` over `backend` until the work is done, the deadline passes, `stop`
+/// Runs the worker of `lane` over `backend` until the work is done, the deadline passes, `stop`
 /// is set or another worker fails.
 pub fn run(
     backend: &mut dyn Backend,
     shared: &SlotShared<'_>,
-    depth: usize,
-    index: usize,
+    lane: Lane,
 ) -> Result<WorkerOutcome, MineError> {
-    let mut worker = Worker::new(shared, depth, index);
+    let mut worker = Worker::new(shared, lane);
     let result = worker.mine(backend);
     if result.is_err() {
         shared.abort.store(true, Ordering::Relaxed);
@@ -283,16 +309,18 @@ pub fn run(
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
-    fn new(shared: &'s SlotShared<'a>, depth: usize, index: usize) -> Self {
+    fn new(shared: &'s SlotShared<'a>, lane: Lane) -> Self {
         let shards = shared.plans.len();
+        let (depth, pool_shards) = (lane.depth, lane.shards.len());
         let chains = (0..depth)
             .map(|c| Chain {
-                home: ((index * depth + c) % shards) as u32,
+                home: (lane.shards.start + (lane.index * depth + c) % pool_shards) as u32,
                 ..Chain::default()
             })
             .collect();
         Worker {
             shared,
+            lane,
             chains,
             work: vec![LocalWork::default(); shards],
             active: 0,
@@ -313,7 +341,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             self.queue_start(idx);
         }
         self.start_queued(backend)?;
-        let mut time = TimeSplit::new(shared.inline_reads);
+        let mut time = TimeSplit::new(self.lane.inline_reads);
         let mut processed_at = Instant::now();
         let end = loop {
             if self.active == 0 {
@@ -467,7 +495,7 @@ impl<'s, 'a> Worker<'s, 'a> {
         let path = self
             .shared
             .paths
-            .get(error.file as usize)
+            .get((self.lane.first_file + error.file) as usize)
             .cloned()
             .unwrap_or_else(|| format!("file #{}", error.file).into());
         let chain = &mut self.chains[idx];
@@ -550,26 +578,31 @@ impl<'s, 'a> Worker<'s, 'a> {
     fn issue_read(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
         let chain = &mut self.chains[idx];
         let target = self.shared.plans[chain.shard as usize].target(&chain.hash);
-        chain.file = target.file;
+        // The plans number files over the whole miner; the backend only has its pool's.
+        chain.file = target.file - self.lane.first_file;
         chain.offset = target.offset;
         backend
             .push(SampleRead {
                 tag: idx as u32,
-                file: target.file,
+                file: chain.file,
                 offset: target.offset,
             })
             .map_err(|_| queue_full())
     }
 
-    /// The next (shard, nonce): from `home` while it has work, else from the next shard that
-    /// has.
+    /// The next (shard, nonce): from `home` while it has work, else from the next shard of the
+    /// pool that has.
     #[inline]
     fn take_work(&mut self, home: usize) -> Option<(usize, u64)> {
-        let shards = self.work.len();
+        let pool = self.lane.shards.clone();
         let mut shard = home;
-        for _ in 0..shards {
+        for _ in pool.clone() {
             let this = shard;
-            shard = if shard + 1 == shards { 0 } else { shard + 1 };
+            shard = if shard + 1 == pool.end {
+                pool.start
+            } else {
+                shard + 1
+            };
             let work = &mut self.work[this];
             if work.exhausted || work.found {
                 continue;

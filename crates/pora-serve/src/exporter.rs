@@ -21,13 +21,7 @@ impl MetricsExporter {
     /// Serves `GET /metrics` and `GET /healthz` for `session`'s shards on `listen`. The metrics
     /// are read-only, so any address is accepted (a Prometheus server elsewhere may scrape).
     pub fn start(listen: SocketAddr, session: &Session) -> Result<MetricsExporter, ServeError> {
-        let shards: Vec<u64> = session
-            .miner()
-            .shards()
-            .iter()
-            .map(|s| s.geometry.shard_idx)
-            .collect();
-        let metrics = Arc::new(Metrics::new(&shards, session.choice().method)?);
+        let metrics = Arc::new(Metrics::new(session.choices())?);
         let mut config = ServerConfig::new(listen);
         config.access = Access::Open;
         let server = Server::metrics_only(config, metrics.clone())?;
@@ -60,7 +54,7 @@ impl MetricsExporter {
 
     /// Adds one finished slot of `session`.
     pub fn record_slot(&self, report: &SlotReport, session: &Session) {
-        self.metrics.record_slot(report, session.choice());
+        self.metrics.record_slot(report, session.choices());
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::ServeError;
 use pora_io::Method;
-use pora_mine::session::Choice;
+use pora_mine::session::{choice_for, Choice};
 use pora_mine::SlotReport;
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
@@ -50,9 +50,10 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Metrics for `shards` mined with `method`; every series that can appear is created at 0
-    /// now, so rates and alerts see it from the first scrape.
-    pub fn new(shards: &[u64], method: Method) -> Result<Metrics, ServeError> {
+    /// Metrics for the shards `choices` mine (one choice per device, with its method); every
+    /// series that can appear is created at 0 now, so rates and alerts see it from the first
+    /// scrape.
+    pub fn new(choices: &[Choice]) -> Result<Metrics, ServeError> {
         let registry = Registry::new();
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels)?;
@@ -142,7 +143,9 @@ impl Metrics {
             m.registry.register(c)?;
         }
         m.register_build_info()?;
-        m.create_series(shards, method);
+        for choice in choices {
+            m.create_series(&choice.shards, choice.method);
+        }
         Ok(m)
     }
 
@@ -185,11 +188,12 @@ impl Metrics {
         self.slot_running.set(1);
     }
 
-    /// Adds one finished slot mined with `choice`.
-    pub fn record_slot(&self, report: &SlotReport, choice: &Choice) {
-        let method = choice.method.to_string();
+    /// Adds one finished slot mined with `choices` (one per device).
+    pub fn record_slot(&self, report: &SlotReport, choices: &[Choice]) {
         for s in &report.shards {
             let shard = s.shard.to_string();
+            let method =
+                choice_for(choices, s.shard).map_or("unknown".into(), |c| c.method.to_string());
             self.samples_read
                 .with_label_values(&[&shard, &method])
                 .inc_by(s.samples_read);
@@ -212,10 +216,12 @@ impl Metrics {
         self.slot_duration.observe(report.elapsed_sec);
         self.leaked_backends.set(report.leaked_backends as i64);
         self.slots.with_label_values(&[outcome(report)]).inc();
-        if let Some(latency) = mean_read_latency_sec(report, choice) {
-            self.sample_read_latency
-                .with_label_values(&[&method])
-                .observe(latency);
+        for choice in choices {
+            if let Some(latency) = mean_read_latency_sec(report, choice) {
+                self.sample_read_latency
+                    .with_label_values(&[&choice.method.to_string()])
+                    .observe(latency);
+            }
         }
         self.slot_ended();
     }
@@ -280,9 +286,14 @@ pub fn outcome(report: &SlotReport) -> &'static str {
 ///   law the mean time in flight is `threads x depth / samples per second` (an upper bound: it
 ///   includes the time a completed read waits to be reaped when the CPU is the limit).
 ///
-/// `None` when the slot read nothing.
+/// Counted over the shards of `choice` (one device's pool); `None` when they read nothing.
 pub fn mean_read_latency_sec(report: &SlotReport, choice: &Choice) -> Option<f64> {
-    let samples: u64 = report.shards.iter().map(|s| s.samples_read).sum();
+    let samples: u64 = report
+        .shards
+        .iter()
+        .filter(|s| choice.shards.contains(&s.shard))
+        .map(|s| s.samples_read)
+        .sum();
     if samples == 0 || report.elapsed_sec <= 0.0 {
         return None;
     }
@@ -333,6 +344,9 @@ mod tests {
             depth,
             profile: None,
             why: String::new(),
+            device: None,
+            shards: vec![3, 4],
+            io: String::new(),
         }
     }
 
@@ -352,8 +366,8 @@ mod tests {
 
     #[test]
     fn a_slot_adds_to_its_shard_series_only() {
-        let metrics = Metrics::new(&[3, 4], Method::Pread).unwrap();
-        metrics.record_slot(&report(10, 0.5, true), &choice(Method::Pread, 1, 1));
+        let metrics = Metrics::new(&[choice(Method::Pread, 1, 1)]).unwrap();
+        metrics.record_slot(&report(10, 0.5, true), &[choice(Method::Pread, 1, 1)]);
         let text = String::from_utf8(metrics.encode()).unwrap();
         for line in [
             "pora_nonces_tried_total{shard=\"3\"} 5",

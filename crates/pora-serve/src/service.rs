@@ -43,13 +43,7 @@ pub struct Service {
 impl Service {
     /// Serves `session`, with fresh metrics for its shards.
     pub fn new(session: Session) -> Result<Arc<Service>, ServeError> {
-        let shards: Vec<u64> = session
-            .miner()
-            .shards()
-            .iter()
-            .map(|s| s.geometry.shard_idx)
-            .collect();
-        let metrics = Arc::new(Metrics::new(&shards, session.choice().method)?);
+        let metrics = Arc::new(Metrics::new(session.choices())?);
         Ok(Arc::new(Service {
             paths: Miner::paths(session.miner().shards()),
             session,
@@ -116,7 +110,7 @@ impl Service {
         self.metrics.slot_started();
         match self.session.mine_slot(request, &self.stop) {
             Ok(report) => {
-                self.metrics.record_slot(&report, self.session.choice());
+                self.metrics.record_slot(&report, self.session.choices());
                 let answer = self.slot_answer(slot, &report);
                 self.state().last = Some(answer.clone());
                 Ok(answer)
@@ -131,7 +125,7 @@ impl Service {
     /// `{"shards": [...], "ioErrorMessages": [...]}`: the shard objects are exactly the lines of
     /// `pora mine --json`.
     fn slot_answer(&self, slot: u64, report: &SlotReport) -> Value {
-        let shards = ShardSlotRecord::from_report(slot, report, self.session.choice());
+        let shards = ShardSlotRecord::from_report(slot, report, self.session.choices());
         json!({ "shards": shards, "ioErrorMessages": report.io_error_messages })
     }
 
@@ -224,7 +218,9 @@ impl Service {
                 })
             })
             .collect();
-        let choice = self.session.choice();
+        // The first device's choice at the top level (one device is the common case); every
+        // device's in `devices`. A session opens only with at least one shard, so one choice.
+        let choice = &self.session.choices()[0];
         let state = self.state();
         json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -235,6 +231,7 @@ impl Service {
             "depth": choice.depth,
             "why": choice.why,
             "profile": choice.profile,
+            "devices": self.session.choices(),
             "randomChecks": self.session.miner().config().random_checks,
             "io": self.session.miner().describe_io(),
             "notes": self.session.notes(),

@@ -1,6 +1,6 @@
 //! `pora doctor FILE... [--json]`: checks the files, their device and the OS, and explains what
 //! limits mining power. The findings come from `pora_measure::doctor`; this file prints them, per
-//! file and then for the shard, or as one JSON object.
+//! file, then for the shard and for each device, or as one JSON object.
 
 use pora_io::probe::FileFacts;
 use pora_measure::doctor::{bytes, Finding, Report};
@@ -36,8 +36,25 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<()> {
         );
     }
     println!("shard");
-    for f in report.findings.iter().filter(|f| f.file.is_none()) {
+    let whole = |f: &&Finding| f.file.is_none() && f.device.is_none();
+    for f in report.findings.iter().filter(whole) {
         print_finding(f);
+    }
+    let mut devices: Vec<&str> = report
+        .findings
+        .iter()
+        .filter_map(|f| f.device.as_deref())
+        .collect();
+    devices.dedup();
+    for device in devices {
+        println!("{device}");
+        for f in report
+            .findings
+            .iter()
+            .filter(|f| f.device.as_deref() == Some(device))
+        {
+            print_finding(f);
+        }
     }
     println!(
         "summary: {} findings, worst: {}",

@@ -103,15 +103,10 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     for note in session.notes() {
         eprintln!("pora mine: {note}");
     }
-    let choice = session.choice();
     if !args.json {
-        eprintln!(
-            "pora mine: {} | {} threads x depth {} ({})",
-            session.miner().describe_io(),
-            choice.threads,
-            choice.depth,
-            choice.why
-        );
+        for line in session.opening_lines() {
+            eprintln!("pora mine: {line}");
+        }
     }
     let required_diff = args.diff.required()?;
     let metrics = crate::serve::start_metrics(args.metrics_listen, &session)?;
@@ -129,7 +124,7 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         if let Some(m) = &metrics {
             m.record_slot(&report, &session);
         }
-        print_report(slot, &report, choice, args.find, args.json)?;
+        print_report(slot, &report, session.choices(), args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
             return Ok(crate::signals::interrupted());
@@ -153,18 +148,18 @@ fn slot_randao(args: &MineArgs, slot: u64) -> H256 {
 fn print_report(
     slot: u64,
     report: &SlotReport,
-    choice: &Choice,
+    choices: &[Choice],
     find: Find,
     json: bool,
 ) -> anyhow::Result<()> {
-    for (record, shard) in ShardSlotRecord::from_report(slot, report, choice)
+    for (record, shard) in ShardSlotRecord::from_report(slot, report, choices)
         .iter()
         .zip(&report.shards)
     {
         if json {
             println!("{}", serde_json::to_string(record)?);
         } else {
-            print_human(slot, shard, choice);
+            print_human(slot, shard, record);
         }
         if shard.changed_during_slot > 0 {
             eprintln!(
@@ -190,7 +185,7 @@ fn print_report(
     Ok(())
 }
 
-fn print_human(slot: u64, s: &ShardSlotReport, k: &Choice) {
+fn print_human(slot: u64, s: &ShardSlotReport, k: &ShardSlotRecord) {
     println!(
         "slot {slot} shard {}: tried {}/{} nonces, mining power {:.2}% ({} bps), {:.3} s, {} samples ({:.0}/s), {} {}x{}, found {}{}",
         s.shard,

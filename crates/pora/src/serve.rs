@@ -64,14 +64,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     let addr = server.local_addr()?;
     let shutdown = Shutdown::new();
     install_stop_handler(&service, &shutdown);
-    let choice = service.session().choice();
-    eprintln!(
-        "pora serve: {} | {} threads x depth {} ({})",
-        service.session().miner().describe_io(),
-        choice.threads,
-        choice.depth,
-        choice.why
-    );
+    for line in service.session().opening_lines() {
+        eprintln!("pora serve: {line}");
+    }
     eprintln!("pora serve: listening on http://{addr}");
     server.run(&shutdown)?;
     eprintln!("pora serve: stopped");

@@ -6,12 +6,14 @@
 use crate::plot::{si, Chart, Series};
 use crate::signals;
 use anyhow::Context;
+use pora_core::ShardSet;
 use pora_io::{Method, SimConfig};
 use pora_measure::open_files_as_shards;
 use pora_measure::tune::raw::RawResult;
 use pora_measure::tune::record::TuneRecord;
 use pora_measure::tune::search::{self, GridLimits};
 use pora_measure::tune::{self, spread_trusted, Event, Prediction, TuneInput, TuneOutcome};
+use pora_mine::devices;
 use pora_mine::session::{available_cpus, default_profile_path};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -87,8 +89,54 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     );
     check_limits(&args)?;
     let shards = open_files_as_shards(&args.files, args.kv_entries_bits)?;
-    let sharing = args.shards.unwrap_or(shards.len()).max(1);
+    let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
     let stop = signals::install("tune");
+    if devices.len() == 1 {
+        let device = tune_device(&args, shards, args.files.clone(), args.budget, stop)?;
+        return finish(&args, std::slice::from_ref(&device));
+    }
+    check_several_devices(&args, &devices)?;
+    let budget = args.budget / devices.len() as f64;
+    let mut done = Vec::with_capacity(devices.len());
+    for (group, members) in devices.iter().zip(devices::split(shards, &devices)) {
+        let files = files_in_given_order(&args.files, &members);
+        eprintln!(
+            "pora tune: {} ({} of {} devices): {} shard(s), {budget:.0} s; tuned alone, one profile per device",
+            group.label(),
+            done.len() + 1,
+            devices.len(),
+            members.len()
+        );
+        let mut device = tune_device(&args, members, files, budget, stop)?;
+        device.label = Some(group.label());
+        let interrupted = device.outcome.interrupted;
+        done.push(device);
+        if interrupted {
+            break;
+        }
+    }
+    finish(&args, &done)
+}
+
+/// One device's tune run: its outcome, prediction and the profile written, if any.
+struct DeviceTune {
+    /// `device vda`, when the shards sit on several devices.
+    label: Option<String>,
+    outcome: TuneOutcome,
+    prediction: Prediction,
+    written: Option<PathBuf>,
+}
+
+/// Tunes `shards` (all on one device) within `budget` seconds and writes their profile beside
+/// the first of `files` (or at `--profile`).
+fn tune_device(
+    args: &TuneArgs,
+    shards: Vec<ShardSet>,
+    files: Vec<PathBuf>,
+    budget: f64,
+    stop: &'static std::sync::atomic::AtomicBool,
+) -> anyhow::Result<DeviceTune> {
+    let sharing = args.shards.unwrap_or(shards.len()).max(1);
     let input = TuneInput {
         shards,
         methods: tune::pick_methods(&args.methods),
@@ -97,7 +145,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             max_depth: args.max_depth.max(1),
             max_threads_sync: args.max_threads.max(1),
         },
-        budget_sec: args.budget,
+        budget_sec: budget,
         sim: SimConfig {
             seed: 1,
             latency_us: args.sim_latency_us,
@@ -110,33 +158,103 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let required =
         search::required_samples_per_sec(args.nonce_limit, args.random_checks, args.slot);
     let prediction = Prediction::new(&outcome, sharing, required);
-    if let Some(path) = &args.plot {
-        write_plot(path, &outcome).with_context(|| format!("writing chart {}", path.display()))?;
-        eprintln!("pora tune: chart written to {}", path.display());
-    }
     let profile_path = args
         .profile
         .clone()
-        .unwrap_or_else(|| default_profile_path(&args.files[0]));
+        .unwrap_or_else(|| default_profile_path(&files[0]));
     let written = match (&outcome.choice, outcome.interrupted) {
         (Some(choice), false) => {
-            tune::make_profile(&outcome, choice, &prediction, &args.files).save(&profile_path)?;
+            tune::make_profile(&outcome, choice, &prediction, &files).save(&profile_path)?;
             Some(profile_path)
         }
         _ => None,
     };
-    if args.json {
-        let record = TuneRecord::new(&outcome, &prediction, written.as_deref());
-        println!("{}", serde_json::to_string_pretty(&record)?);
+    Ok(DeviceTune {
+        label: None,
+        outcome,
+        prediction,
+        written,
+    })
+}
+
+fn record(d: &DeviceTune) -> TuneRecord<'_> {
+    TuneRecord::new(&d.outcome, &d.prediction, d.written.as_deref())
+}
+
+/// Flags that name one thing cannot serve several devices: refused up front, naming the flag.
+fn check_several_devices(args: &TuneArgs, devices: &[devices::DeviceGroup]) -> anyhow::Result<()> {
+    let names: Vec<String> = devices.iter().map(|d| d.label()).collect();
+    anyhow::ensure!(
+        args.profile.is_none(),
+        "--profile names one file, but the shards sit on {} devices ({}); leave it out: each device's profile is written beside its first shard",
+        devices.len(),
+        names.join(", ")
+    );
+    anyhow::ensure!(
+        args.plot.is_none(),
+        "--plot draws one device, but the shards sit on {} devices ({}); tune each device's shards on their own to chart them",
+        devices.len(),
+        names.join(", ")
+    );
+    anyhow::ensure!(
+        args.budget / devices.len() as f64 >= 5.0,
+        "--budget {}: the shards sit on {} devices, each tuned alone; give at least 5 seconds per device",
+        args.budget,
+        devices.len()
+    );
+    Ok(())
+}
+
+/// `files` that belong to `shards`, in the order given (the profile is written beside the
+/// first).
+fn files_in_given_order(files: &[PathBuf], shards: &[ShardSet]) -> Vec<PathBuf> {
+    let theirs: Vec<PathBuf> = shards.iter().flat_map(|s| s.paths()).collect();
+    let given: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| theirs.contains(f))
+        .cloned()
+        .collect();
+    if given.is_empty() {
+        theirs
     } else {
-        print_report(&outcome, &prediction, written.as_deref());
+        given
     }
-    if outcome.interrupted {
-        eprintln!("pora tune: interrupted: partial results above, no profile written");
+}
+
+/// Prints every device's report (or one JSON object: the record itself for one device, else
+/// `{"devices":[...]}`), writes the chart and sets the exit status.
+fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
+    if let (Some(path), [one]) = (&args.plot, devices) {
+        write_plot(path, &one.outcome)
+            .with_context(|| format!("writing chart {}", path.display()))?;
+        eprintln!("pora tune: chart written to {}", path.display());
+    }
+    if args.json {
+        let text = match devices {
+            [one] => serde_json::to_string_pretty(&record(one))?,
+            several => {
+                let each: Vec<_> = several
+                    .iter()
+                    .map(|d| serde_json::json!({"device": d.label, "tune": record(d)}))
+                    .collect();
+                serde_json::to_string_pretty(&serde_json::json!({ "devices": each }))?
+            }
+        };
+        println!("{text}");
+    } else {
+        for d in devices {
+            if let Some(label) = &d.label {
+                println!("== {label}");
+            }
+            print_report(&d.outcome, &d.prediction, d.written.as_deref());
+        }
+    }
+    if devices.iter().any(|d| d.outcome.interrupted) {
+        eprintln!("pora tune: interrupted: partial results above, no profile written for the device it was tuning");
         return Ok(signals::interrupted());
     }
     anyhow::ensure!(
-        outcome.choice.is_some(),
+        devices.iter().all(|d| d.outcome.choice.is_some()),
         "no arm could be measured; see the notes above"
     );
     Ok(ExitCode::SUCCESS)

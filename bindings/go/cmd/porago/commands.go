@@ -200,9 +200,10 @@ func runMine(args []string) error {
 	for _, note := range shards.Notes {
 		fmt.Fprintf(os.Stderr, "porago mine: %s\n", note)
 	}
-	c := shards.Choice
 	if !*m.asJSON {
-		fmt.Fprintf(os.Stderr, "porago mine: %s %d threads x depth %d (%s)\n", c.Method, c.Threads, c.Depth, c.Why)
+		for _, c := range shards.Choices {
+			fmt.Fprintf(os.Stderr, "porago mine: shards %v: %s %d threads x depth %d (%s)\n", c.Shards, c.Method, c.Threads, c.Depth, c.Why)
+		}
 	}
 	ctx, stop := interruptContext()
 	defer stop()

@@ -68,11 +68,11 @@ for round in $(seq "$ROUNDS"); do
     # Alternate the order of the phases, so a disk that drifts during the run favours none.
     if [ $((round % 2)) -eq 0 ]; then together=$(mine "$A" "$B"); apart=$(mine_apart); fi
     read -r _ a_rate a_alone method threads depth < <(mine "$A")
-    read -r _ b_rate b_alone _ _ _ < <(mine "$B")
+    read -r _ b_rate b_alone b_method b_threads b_depth < <(mine "$B")
     if [ $((round % 2)) -eq 1 ]; then apart=$(mine_apart); together=$(mine "$A" "$B"); fi
     a_together=$(col 0 3 "$together") b_together=$(col 1 3 "$together")
     a_apart=$(col 0 3 "$apart") b_apart=$(col 1 3 "$apart")
-    echo "round $round [$method ${threads}x$depth] mining power (samples/s): A alone $a_alone ($a_rate), together $a_together ($(col 0 2 "$together")), two processes $a_apart ($(col 0 2 "$apart")) | B alone $b_alone ($b_rate), together $b_together ($(col 1 2 "$together")), two processes $b_apart ($(col 1 2 "$apart"))" >&2
+    echo "round $round [A: $method ${threads}x$depth, B: $b_method ${b_threads}x$b_depth] mining power (samples/s): A alone $a_alone ($a_rate), together $a_together ($(col 0 2 "$together")), two processes $a_apart ($(col 0 2 "$apart")) | B alone $b_alone ($b_rate), together $b_together ($(col 1 2 "$together")), two processes $b_apart ($(col 1 2 "$apart"))" >&2
     echo "$a_alone $a_together $a_apart $b_alone $b_together $b_apart" >>"$results"
 done
 python3 - "$results" <<'PY'

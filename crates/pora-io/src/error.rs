@@ -18,7 +18,7 @@ pub enum ReadErrorKind {
 }
 
 /// One failed read, with the file and offset it was for.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("read of file #{file} at offset {offset} failed: {kind}")]
 pub struct ReadError {
     pub file: u32,

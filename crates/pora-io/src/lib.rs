@@ -77,8 +77,8 @@ pub struct SampleRead {
     pub offset: u64,
 }
 
-/// The outcome of one [`SampleRead`].
-#[derive(Clone, Debug)]
+/// The outcome of one [`SampleRead`]: plain data, so batches of them move with one copy.
+#[derive(Clone, Copy, Debug)]
 pub struct Completion {
     pub tag: u32,
     pub result: Result<Sample, ReadError>,

@@ -241,7 +241,9 @@ impl HashBatch {
         HashBatch {
             chains: Vec::with_capacity(depth),
             blocks: Vec::with_capacity(depth),
-            hashes: Vec::with_capacity(depth),
+            // Sized once: a batch never holds more than `depth` messages, and hashing writes
+            // into a prefix instead of zero-filling a resized vector per batch.
+            hashes: vec![[0; 4]; depth],
         }
     }
 
@@ -257,8 +259,12 @@ impl HashBatch {
     }
 
     fn hash(&mut self) {
-        self.hashes.resize(self.blocks.len(), [0; 4]);
-        keccak256_padded_blocks(&self.blocks, &mut self.hashes);
+        let len = self.blocks.len();
+        if self.hashes.len() < len {
+            // Not reached (a batch holds at most one message per chain); kept so it cannot panic.
+            self.hashes.resize(len, [0; 4]);
+        }
+        keccak256_padded_blocks(&self.blocks, &mut self.hashes[..len]);
     }
 
     fn len(&self) -> usize {

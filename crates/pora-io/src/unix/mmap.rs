@@ -237,6 +237,9 @@ fn prefetch(f: &MappedFile, offset: u64) {
 
 /// Copies `[start, start + len)` of the map into `dst` if it lies within the bound, re-checking
 /// the bound after the copy in case the copy itself faulted (and read a patched zero page).
+/// Inlined so that a sample's copy has its constant 32-byte length and compiles to two moves
+/// instead of a `memmove` call (1.6% of a cached-shard slot).
+#[inline(always)]
 fn copy_checked(
     f: &MappedFile,
     r: &SampleRead,

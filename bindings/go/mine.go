@@ -54,6 +54,7 @@ type ShardSlot struct {
 	Method            string       `json:"method"`
 	Threads           int          `json:"threads"`
 	Depth             int          `json:"depth"`
+	Device            *string      `json:"device"` // the shard's device pool; nil when unknown
 	IOErrors          uint64       `json:"ioErrors"`
 	ChangedDuringSlot uint64       `json:"changedDuringSlot"`
 	Bottleneck        string       `json:"bottleneck"`

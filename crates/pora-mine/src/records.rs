@@ -27,6 +27,9 @@ pub struct ShardSlotRecord {
     pub method: Method,
     pub threads: usize,
     pub depth: usize,
+    /// The device the shard's pool reads (`vda`, or `major:minor` for tmpfs); `null` when the
+    /// OS does not tell.
+    pub device: Option<String>,
     pub io_errors: u64,
     pub changed_during_slot: u64,
     pub bottleneck: Bottleneck,
@@ -60,6 +63,7 @@ impl ShardSlotRecord {
                 method: choice.method,
                 threads: choice.threads,
                 depth: choice.depth,
+                device: choice.device.clone(),
                 io_errors: shard.io_errors,
                 changed_during_slot: shard.changed_during_slot,
                 bottleneck: report.bottleneck,

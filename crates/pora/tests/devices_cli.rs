@@ -120,6 +120,10 @@ fn mine_runs_one_pool_per_device_with_the_same_nonces_as_each_shard_alone() {
         .map(|r| r["shard"].as_u64().unwrap())
         .collect();
     assert_eq!(order, vec![0, 2, 1]);
+    // Each record names its pool's device: shards 0 and 2 share one, shard 1 has another.
+    let device = |i: usize| records[i]["device"].as_str().unwrap().to_string();
+    assert_eq!(device(0), device(1));
+    assert_ne!(device(0), device(2));
     for record in &records {
         assert_eq!(record["noncesTried"], 3000, "{record}");
         assert_eq!(record["method"], "pread");

@@ -152,9 +152,12 @@ impl Session {
                 .flat_map(|&i| groups[i].iter().cloned())
                 .collect();
             let opened = open_device(&members, &user_files, device, options)?;
-            let label = |note: String| match several {
-                true => format!("{}: {note}", device.label()),
-                false => note,
+            let label = |note: String| {
+                if several {
+                    format!("{}: {note}", device.label())
+                } else {
+                    note
+                }
             };
             notes.extend(opened.notes.into_iter().map(label));
             pools.push(opened.pool);

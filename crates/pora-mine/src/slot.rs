@@ -1,5 +1,6 @@
 //! One slot: drain what the previous slot abandoned, start the clock, run one scoped thread per
-//! worker backend of every device pool, sum their counts, re-verify the nonces to report and build the report.
+//! worker backend of every device pool, sum their counts, re-verify the nonces to report and
+//! build the report.
 //!
 //! Live shards: es-node writes new blobs into the shards it mines. A candidate whose samples
 //! changed between the mining read and the verification read is expected, not an error: the

@@ -11,10 +11,10 @@
 //! pool (its backend reads only that pool's files) and serves only the pool's shards. Every
 //! chain has a home shard (the chains of a pool's workers are dealt round-robin over its
 //! shards), and takes nonces from it until it has none left; only then does it help another
-//! shard of its pool. So each shard keeps its own share of
-//! reads in flight whatever the other shards' devices do: a slow disk holds only its own
-//! chains, and a fast shard's rate depends on its own device and the CPU (issue 13: with shared
-//! chains, the slow shard absorbed them and set every shard's pace).
+//! shard of its pool. So each shard keeps its own share of reads in flight whatever the other
+//! shards' devices do: a slow disk holds only its own chains, and a fast shard's rate depends on
+//! its own device and the CPU (issue 13: with shared chains, the slow shard absorbed them and
+//! set every shard's pace).
 //!
 //! The loop per batch: submit everything pushed, reap at least one completion (waiting at most
 //! until the deadline), process every completion (pushing the follow-up reads), repeat. Per batch

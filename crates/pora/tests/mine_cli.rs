@@ -358,3 +358,39 @@ fn sigint_prints_partial_statistics_and_exits_130_within_a_second() {
     assert!(line["noncesTried"].as_u64().unwrap() > 0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
 }
+
+/// The README's first command (`cargo run --release -- mine --demo`): creates
+/// ./pora-demo/shard0.dat (256 MiB, shard 0) once, mines one full slot on it and finds nonces; a
+/// second run reuses the file, never rewriting it.
+#[test]
+fn demo_creates_its_shard_once_and_mines_a_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_pora"))
+            .args(["mine", "--demo", "--json"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (record, stderr)
+    };
+    let shard = dir.path().join("pora-demo/shard0.dat");
+    let (record, stderr) = demo();
+    assert!(stderr.contains("creating pora-demo/shard0.dat"), "{stderr}");
+    assert_eq!(record["shard"], 0);
+    assert_eq!(record["nonceLimit"], 1 << 20);
+    assert!(record["noncesTried"].as_u64().unwrap() > 0, "{record}");
+    let meta = std::fs::metadata(&shard).unwrap();
+    assert!(meta.len() >= 256 << 20, "{} bytes", meta.len());
+    let (again, stderr) = demo();
+    assert!(!stderr.contains("creating"), "{stderr}");
+    assert_eq!(again["shard"], 0);
+    let after = std::fs::metadata(&shard).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (meta.len(), meta.modified().unwrap()),
+        "the second run must reuse the file"
+    );
+}

@@ -187,11 +187,6 @@ impl Session {
         &self.choices
     }
 
-    /// The choice shard `shard` is mined with.
-    pub fn choice_for(&self, shard: u64) -> Option<&Choice> {
-        choice_for(&self.choices, shard)
-    }
-
     /// What was opened, one line per device: `<io> | <threads> threads x depth <depth> (<why>)`,
     /// prefixed with the device and its shards when the shards sit on several devices.
     pub fn opening_lines(&self) -> Vec<String> {

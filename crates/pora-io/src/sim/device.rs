@@ -535,6 +535,17 @@ mod tests {
         assert_ne!(a, order(8));
     }
 
+    /// A simulated disk with `latency_us` and the counters the test reads.
+    fn counted(latency_us: (u32, u32)) -> (SimConfig, SimStats) {
+        let stats = SimStats::default();
+        let sim = SimConfig {
+            latency_us,
+            stats: stats.clone(),
+            ..Default::default()
+        };
+        (sim, stats)
+    }
+
     fn push_n(b: &mut dyn Backend, n: u32) {
         for tag in 0..n {
             b.push(SampleRead {
@@ -551,12 +562,7 @@ mod tests {
     #[test]
     fn drop_queued_reads_never_reach_the_device() {
         let f = file_of(1 << 16);
-        let stats = SimStats::default();
-        let sim = SimConfig {
-            latency_us: (100, 500),
-            stats: stats.clone(),
-            ..Default::default()
-        };
+        let (sim, stats) = counted((100, 500));
         let mut b = open_sim(&f, sim).worker(8).unwrap();
         push_n(b.as_mut(), 3);
         b.submit().unwrap();
@@ -617,12 +623,7 @@ mod tests {
     #[test]
     fn the_default_cancel_all_never_submits_queued_reads() {
         let f = file_of(1 << 16);
-        let stats = SimStats::default();
-        let sim = SimConfig {
-            latency_us: (1000, 3000),
-            stats: stats.clone(),
-            ..Default::default()
-        };
+        let (sim, stats) = counted((1000, 3000));
         let mut b = DefaultCancel(open_sim(&f, sim).worker(8).unwrap());
         push_n(&mut b, 3);
         b.submit().unwrap();

@@ -26,7 +26,7 @@
 
 // Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 // Callers compare [`pora_abi_version`] with the header's value before anything else.
-#define PORA_ABI_VERSION 1
+#define PORA_ABI_VERSION 2
 
 // Length in bytes of a randao (a 32-byte hash).
 #define PORA_RANDAO_LEN 32
@@ -170,6 +170,8 @@ typedef struct PoraSlotParams {
   // The slot number written into each record's `slot` field.
   uint64_t slot;
   struct PoraDifficulty difficulty;
+  // An overlay from `pora_overlay_new` whose KVs this slot samples from memory; 0 = none.
+  uint64_t overlay;
 } PoraSlotParams;
 
 #ifdef __cplusplus
@@ -257,6 +259,41 @@ enum PoraStatus pora_cancel(uint64_t token, struct PoraBuf *out);
 // # Safety
 // `out` must be writable.
 enum PoraStatus pora_cancel_free(uint64_t token, struct PoraBuf *out);
+
+// A new, empty overlay in `*overlay`.
+//
+// # Safety
+// `overlay` and `out` must be writable.
+enum PoraStatus pora_overlay_new(uint64_t *overlay, struct PoraBuf *out);
+
+// Sets KV `kv_idx` (global KV index, `sampleIdx >> (kvSizeBits - 5)`) to a copy of `data`: its
+// current encoded bytes, exactly one KV (`maxKvSize` bytes; checked against the shard when a
+// slot uses the overlay). Replaces earlier bytes of that KV.
+//
+// # Safety
+// `data` must be valid for its length; `out` writable.
+enum PoraStatus pora_overlay_put(uint64_t overlay,
+                                 uint64_t kv_idx,
+                                 struct PoraBytes data,
+                                 struct PoraBuf *out);
+
+// Keeps only the KVs listed in `kv_idxs` (`len` of them; null with 0 keeps none): what a caller
+// does when entries left its cache (finalized into the file). `out` holds
+// `{"kvs":N,"removed":M}`.
+//
+// # Safety
+// `kv_idxs` must be null or valid for `len` values; `out` writable.
+enum PoraStatus pora_overlay_retain(uint64_t overlay,
+                                    const uint64_t *kv_idxs,
+                                    size_t len,
+                                    struct PoraBuf *out);
+
+// Frees an overlay. A slot running with it keeps its snapshot. Freeing twice returns
+// PORA_STATUS_CLOSED.
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_overlay_free(uint64_t overlay, struct PoraBuf *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -19,6 +19,7 @@
 mod buf;
 mod exports;
 mod guard;
+mod overlay;
 mod params;
 mod registry;
 
@@ -27,6 +28,7 @@ pub use exports::{
     pora_abi_version, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close, pora_hash,
     pora_mine_slot, pora_open,
 };
+pub use overlay::{pora_overlay_free, pora_overlay_new, pora_overlay_put, pora_overlay_retain};
 pub use params::{
     PoraDiffKind, PoraDifficulty, PoraFind, PoraOnIoError, PoraOpenOptions, PoraProfileSource,
     PoraSlotParams,
@@ -34,7 +36,7 @@ pub use params::{
 
 /// Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 /// Callers compare [`pora_abi_version`] with the header's value before anything else.
-pub const PORA_ABI_VERSION: u32 = 1;
+pub const PORA_ABI_VERSION: u32 = 2;
 
 /// Length in bytes of a randao (a 32-byte hash).
 pub const PORA_RANDAO_LEN: usize = 32;

@@ -126,6 +126,8 @@ pub struct PoraSlotParams {
     /// The slot number written into each record's `slot` field.
     pub slot: u64,
     pub difficulty: PoraDifficulty,
+    /// An overlay from `pora_overlay_new` whose KVs this slot samples from memory; 0 = none.
+    pub overlay: u64,
 }
 
 /// A 32-byte randao from borrowed bytes.
@@ -205,7 +207,8 @@ impl PoraSlotParams {
             .with_nonces(self.nonce_start..self.nonce_end)
             .with_slot(Duration::from_millis(self.deadline_ms))
             .with_find(find)
-            .with_required_diff(self.difficulty.required()?))
+            .with_required_diff(self.difficulty.required()?)
+            .with_overlay(crate::overlay::snapshot(self.overlay)?))
     }
 }
 

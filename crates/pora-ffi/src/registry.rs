@@ -1,5 +1,6 @@
-//! Handles as ids: opened shard sets and cancel tokens live in process-wide maps keyed by a
-//! 64-bit id whose top byte says the kind (1 = shard set, 2 = cancel token) and whose low bits
+//! Handles as ids: opened shard sets, cancel tokens and slot overlays live in process-wide maps
+//! keyed by a 64-bit id whose top byte says the kind (1 = shard set, 2 = cancel token, 3 =
+//! overlay) and whose low bits
 //! count up and are never reused. So a C caller's stale, forged or swapped id is detected: an id
 //! of this kind issued before and gone is CLOSED, anything else is INVALID_ARGUMENT. A shard set
 //! is held by `Arc`, so closing it while a slot runs on another thread frees it only when that
@@ -8,6 +9,7 @@
 use crate::guard::Failure;
 use crate::PoraStatus;
 use pora_mine::session::Session;
+use pora_mine::Overlay;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -20,6 +22,7 @@ const COUNTER_MASK: u64 = (1 << KIND_SHIFT) - 1;
 pub(crate) enum Kind {
     Shards = 1,
     Cancel = 2,
+    Overlay = 3,
 }
 
 impl Kind {
@@ -27,6 +30,7 @@ impl Kind {
         match self {
             Kind::Shards => "shard handle",
             Kind::Cancel => "cancel token",
+            Kind::Overlay => "overlay",
         }
     }
 }
@@ -115,7 +119,7 @@ impl<T> Table<T> {
 fn gone(kind: Kind, id: u64) -> Failure {
     let what = match kind {
         Kind::Shards => "closed",
-        Kind::Cancel => "freed",
+        Kind::Cancel | Kind::Overlay => "freed",
     };
     Failure::new(
         PoraStatus::Closed,
@@ -129,6 +133,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 static SHARDS: Mutex<Table<Shards>> = Mutex::new(Table::new(Kind::Shards));
 static CANCELS: Mutex<Table<AtomicBool>> = Mutex::new(Table::new(Kind::Cancel));
+/// An overlay is changed in place between slots; a slot takes an `Arc` snapshot, so a change
+/// while a slot runs copies the map (KV bytes are shared, never copied again).
+static OVERLAYS: Mutex<Table<Mutex<Arc<Overlay>>>> = Mutex::new(Table::new(Kind::Overlay));
 
 pub(crate) fn add_shards(shards: Shards) -> u64 {
     lock(&SHARDS).insert(shards)
@@ -152,6 +159,18 @@ pub(crate) fn cancel(id: u64) -> Result<Arc<AtomicBool>, Failure> {
 
 pub(crate) fn remove_cancel(id: u64) -> Result<Arc<AtomicBool>, Failure> {
     lock(&CANCELS).remove(id)
+}
+
+pub(crate) fn add_overlay() -> u64 {
+    lock(&OVERLAYS).insert(Mutex::new(Arc::new(Overlay::new())))
+}
+
+pub(crate) fn overlay(id: u64) -> Result<Arc<Mutex<Arc<Overlay>>>, Failure> {
+    lock(&OVERLAYS).get(id)
+}
+
+pub(crate) fn remove_overlay(id: u64) -> Result<Arc<Mutex<Arc<Overlay>>>, Failure> {
+    lock(&OVERLAYS).remove(id)
 }
 
 #[cfg(test)]

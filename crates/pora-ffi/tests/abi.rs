@@ -133,6 +133,7 @@ fn slot_params(
         find,
         slot: 3,
         difficulty: no_difficulty(),
+        overlay: 0,
     }
 }
 
@@ -410,6 +411,118 @@ fn hash_and_mine_agree_and_match_the_record_shapes() {
     params.find = 0;
     let (s, text) = mine(handle, &params, 0);
     assert_eq!(s, PoraStatus::Ok, "{text}");
+    assert_eq!(close(handle).0, PoraStatus::Ok);
+}
+
+fn no_out() -> PoraBuf {
+    PoraBuf {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    }
+}
+
+fn overlay_put(overlay: u64, kv_idx: u64, data: &[u8]) -> (PoraStatus, String) {
+    let mut out = no_out();
+    let status = unsafe { pora_overlay_put(overlay, kv_idx, bytes(data), &mut out) };
+    (status, take(&mut out))
+}
+
+#[test]
+fn overlay_kvs_are_sampled_from_memory_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_shard(dir.path(), 1, 5);
+    let options = PoraOpenOptions {
+        method: bytes(b"pread"),
+        threads: 1,
+        depth: 4,
+        ..empty_options()
+    };
+    let (handle, _) = open(&[&a], &options).unwrap();
+    let mut overlay = 0u64;
+    let mut out = no_out();
+    assert_eq!(
+        unsafe { pora_overlay_new(&mut overlay, &mut out) },
+        PoraStatus::Ok
+    );
+    take(&mut out);
+    // Shard 1 holds KVs 32..64; KV 40's current bytes are all 0xab, KV 50's all 0xcd.
+    let (kv_a, kv_b) = (vec![0xabu8; 4096], vec![0xcdu8; 4096]);
+    assert_eq!(overlay_put(overlay, 40, &kv_a).0, PoraStatus::Ok);
+    assert_eq!(overlay_put(overlay, 50, &kv_b).0, PoraStatus::Ok);
+    let randao = [0x17u8; 32];
+    let mut params = slot_params(&randao, 0..2000, 2, 60_000);
+    params.difficulty.kind = 1;
+    params.difficulty.required_diff = [0xff; 32];
+    let (_, plain) = mine(handle, &params, 0);
+    params.overlay = overlay;
+    let (s, text) = mine(handle, &params, 0);
+    assert_eq!(s, PoraStatus::Ok, "{text}");
+    let (plain, cached): (Value, Value) = (
+        serde_json::from_str(&plain).unwrap(),
+        serde_json::from_str(&text).unwrap(),
+    );
+    let (plain, cached) = (&plain["shards"][0], &cached["shards"][0]);
+    let overlay_samples = cached["samplesFromOverlay"].as_u64().unwrap();
+    assert!(overlay_samples > 0, "{cached}");
+    assert_eq!(plain["samplesFromOverlay"], 0);
+    let mut differing = 0;
+    for (p, c) in plain["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(cached["found"].as_array().unwrap())
+    {
+        assert_eq!(p["nonce"], c["nonce"]);
+        let first_kv = c["kvIdxs"][0].as_u64().unwrap();
+        let want_first = match first_kv {
+            40 => format!("0x{}", "ab".repeat(32)),
+            50 => format!("0x{}", "cd".repeat(32)),
+            _ => p["encodedSamples"][0].as_str().unwrap().to_string(),
+        };
+        assert_eq!(
+            c["encodedSamples"][0],
+            want_first.as_str(),
+            "nonce {}",
+            c["nonce"]
+        );
+        if p["hash1"] != c["hash1"] {
+            differing += 1;
+            assert!(c["kvIdxs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k == 40 || k == 50));
+        }
+    }
+    assert!(differing > 0, "the overlay changed no nonce");
+    // Bad input: a length that is no KV, a KV of another size than the shard's, a stale id.
+    let (s, why) = overlay_put(overlay, 41, &[0u8; 4095]);
+    assert_eq!(
+        (s, why.contains("data: 4095 bytes for KV 41")),
+        (PoraStatus::InvalidArgument, true),
+        "{why}"
+    );
+    assert_eq!(overlay_put(overlay, 42, &[0u8; 8192]).0, PoraStatus::Ok);
+    let (s, why) = mine(handle, &params, 0);
+    assert_eq!(s, PoraStatus::InvalidArgument, "{why}");
+    assert!(why.contains("overlay KV 42: 8192 bytes"), "{why}");
+    let keep = [40u64];
+    let s = unsafe { pora_overlay_retain(overlay, keep.as_ptr(), keep.len(), &mut out) };
+    assert_eq!(
+        (s, take(&mut out)),
+        (PoraStatus::Ok, r#"{"kvs":1,"removed":2}"#.to_string())
+    );
+    assert_eq!(mine(handle, &params, 0).0, PoraStatus::Ok);
+    assert_eq!(
+        unsafe { pora_overlay_free(overlay, &mut out) },
+        PoraStatus::Ok
+    );
+    take(&mut out);
+    let (s, why) = mine(handle, &params, 0);
+    assert_eq!(s, PoraStatus::Closed, "{why}");
+    assert_eq!(overlay_put(overlay, 40, &kv_a).0, PoraStatus::Closed);
+    params.overlay = handle; // a shard handle is not an overlay
+    assert_eq!(mine(handle, &params, 0).0, PoraStatus::InvalidArgument);
     assert_eq!(close(handle).0, PoraStatus::Ok);
 }
 

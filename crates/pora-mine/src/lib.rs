@@ -13,6 +13,7 @@
 mod config;
 pub mod devices;
 pub mod lanes;
+pub mod overlay;
 mod plan;
 pub mod profile;
 pub mod records;
@@ -22,6 +23,7 @@ mod verify;
 mod worker;
 
 pub use config::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS, MAX_TOTAL_CHAINS};
+pub use overlay::Overlay;
 pub use worker::MAX_RETRIES;
 
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
@@ -131,6 +133,8 @@ pub struct SlotRequest {
     pub find: Find,
     /// `None`: no nonce is valid (throughput runs such as tune and bench).
     pub required_diff: Option<U256>,
+    /// KVs sampled from memory instead of the files (es-node's blob cache); `None`: none.
+    pub overlay: Option<Arc<Overlay>>,
 }
 
 impl SlotRequest {
@@ -142,6 +146,7 @@ impl SlotRequest {
             slot: SLOT,
             find: Find::First,
             required_diff: None,
+            overlay: None,
         }
     }
 
@@ -162,6 +167,11 @@ impl SlotRequest {
 
     pub fn with_required_diff(mut self, required_diff: Option<U256>) -> Self {
         self.required_diff = required_diff;
+        self
+    }
+
+    pub fn with_overlay(mut self, overlay: Option<Arc<Overlay>>) -> Self {
+        self.overlay = overlay;
         self
     }
 }
@@ -191,6 +201,8 @@ pub struct ShardSlotReport {
     pub elapsed_sec: f64,
     pub samples_read: u64,
     pub samples_per_sec: f64,
+    /// Of `samplesRead`, those taken from the slot's overlay (KVs in memory), not the files.
+    pub samples_from_overlay: u64,
     /// Nonces dropped because a sample read failed.
     pub io_errors: u64,
     /// Candidates whose samples changed between the mining read and the verification read (a
@@ -280,8 +292,9 @@ pub fn hash_nonce(
 ) -> Result<NonceProof, MineError> {
     let mut verifier = verify::Verifier::new(shard.paths())?;
     let plan = plan::ShardPlan::new(shard, 0, miner);
+    let none = overlay::ShardOverlay::default();
     verifier
-        .proof(shard, &plan, 0, random_checks, randao, nonce)?
+        .proof(shard, &plan, 0, random_checks, randao, nonce, &none)?
         .map_err(verify::Unconfirmed::into_sample_error)
 }
 
@@ -405,6 +418,18 @@ impl Miner {
     /// One nonce of shard `shard_idx` through the plain single-nonce path (the files opened with
     /// the miner, one read at a time): what `pora hash` prints and a proof needs.
     pub fn hash(&self, shard_idx: u64, randao: &H256, nonce: u64) -> Result<NonceProof, MineError> {
+        self.hash_with(shard_idx, randao, nonce, &Overlay::new())
+    }
+
+    /// [`Miner::hash`] with the samples of `overlay`'s KVs taken from memory, as a slot with that
+    /// overlay reads them.
+    pub fn hash_with(
+        &self,
+        shard_idx: u64,
+        randao: &H256,
+        nonce: u64,
+        overlay: &Overlay,
+    ) -> Result<NonceProof, MineError> {
         let s = self
             .plans
             .iter()
@@ -415,8 +440,10 @@ impl Miner {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
+        let view = overlay.for_shard(&shard.geometry)?;
+        let checks = self.config.random_checks;
         verifier
-            .proof(shard, plan, base, self.config.random_checks, randao, nonce)?
+            .proof(shard, plan, base, checks, randao, nonce, &view)?
             .map_err(verify::Unconfirmed::into_sample_error)
     }
 

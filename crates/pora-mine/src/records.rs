@@ -23,6 +23,8 @@ pub struct ShardSlotRecord {
     pub mining_power: f64,
     pub elapsed_sec: f64,
     pub samples_read: u64,
+    /// Of `samplesRead`, those taken from the slot's overlay (KVs in memory).
+    pub samples_from_overlay: u64,
     pub samples_per_sec: f64,
     pub method: Method,
     pub threads: usize,
@@ -59,6 +61,7 @@ impl ShardSlotRecord {
                 mining_power: shard.mining_power,
                 elapsed_sec: shard.elapsed_sec,
                 samples_read: shard.samples_read,
+                samples_from_overlay: shard.samples_from_overlay,
                 samples_per_sec: shard.samples_per_sec,
                 method: choice.method,
                 threads: choice.threads,

@@ -8,6 +8,7 @@
 //! reports it only if it is still valid, and counts it in `changedDuringSlot`.
 
 use crate::lanes::Hash0Prefix;
+use crate::overlay::ShardOverlay;
 use crate::verify::Unconfirmed;
 use crate::worker::{self, Candidate, End, Lane, ShardTally, SlotShared, WorkerOutcome};
 use crate::{
@@ -45,6 +46,7 @@ pub fn mine_slot(
         }
     }
     let shards = miner.plans.len();
+    let overlays = shard_overlays(miner, request)?;
     let nonce_count = request.nonces.end - request.nonces.start;
     let chains: u64 = miner
         .pools
@@ -60,6 +62,7 @@ pub fn mine_slot(
             .map(|p| p.prefix(randao))
             .collect::<Vec<Hash0Prefix>>(),
         paths: &miner.paths,
+        overlays,
         nonces: request.nonces.clone(),
         claimed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
         found_first: (0..shards).map(|_| AtomicBool::new(false)).collect(),
@@ -105,9 +108,21 @@ pub fn mine_slot(
         ended - start,
         ended.saturating_duration_since(shared.deadline),
     );
-    attach_found(miner, request, &outcomes, &mut report)?;
+    attach_found(miner, request, &outcomes, &shared.overlays, &mut report)?;
     report.leaked_backends = pora_io::leaked_backends();
     Ok(report)
+}
+
+/// Each shard's part of the request's overlay (empty views without one).
+fn shard_overlays(miner: &Miner, request: &SlotRequest) -> Result<Vec<ShardOverlay>, MineError> {
+    miner
+        .shards
+        .iter()
+        .map(|shard| match &request.overlay {
+            Some(overlay) => overlay.for_shard(&shard.geometry),
+            None => Ok(ShardOverlay::default()),
+        })
+        .collect()
 }
 
 /// Cancels (and discards) reads a previous slot abandoned, so no stale completion reaches the
@@ -142,6 +157,7 @@ fn summarize(
                 .fold(ShardTally::default(), |acc, o| ShardTally {
                     tried: acc.tried + o.tallies[s].tried,
                     samples: acc.samples + o.tallies[s].samples,
+                    overlay_samples: acc.overlay_samples + o.tallies[s].overlay_samples,
                     io_errors: acc.io_errors + o.tallies[s].io_errors,
                 });
             ShardSlotReport {
@@ -157,6 +173,7 @@ fn summarize(
                 } else {
                     0.0
                 },
+                samples_from_overlay: total.overlay_samples,
                 io_errors: total.io_errors,
                 changed_during_slot: 0,
                 found: Vec::new(),
@@ -229,6 +246,7 @@ fn attach_found(
     miner: &Miner,
     request: &SlotRequest,
     outcomes: &[WorkerOutcome],
+    overlays: &[ShardOverlay],
     report: &mut SlotReport,
 ) -> Result<(), MineError> {
     let config = &miner.config;
@@ -249,7 +267,8 @@ fn attach_found(
         for candidate in &candidates {
             let (shard, plan, base) = (&miner.shards[s], &miner.plans[s], miner.file_bases[s]);
             let checks = config.random_checks;
-            match verifier.confirm(shard, plan, base, checks, &request.randao, candidate)? {
+            let randao = &request.randao;
+            match verifier.confirm(shard, plan, base, checks, randao, candidate, &overlays[s])? {
                 Ok(proof) if proof.hash1.0 == candidate.hash1 => shard_report.found.push(proof),
                 Ok(proof) => {
                     // The samples changed under the slot (a live shard): the bytes on disk now

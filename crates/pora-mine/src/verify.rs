@@ -13,6 +13,7 @@
 //! reading the file they opened, and the verifier must check against that same file, not
 //! against whatever the path names now.
 
+use crate::overlay::ShardOverlay;
 use crate::plan::ShardPlan;
 use crate::worker::Candidate;
 use crate::MineError;
@@ -71,7 +72,8 @@ impl Verifier {
         Ok(self.backend.as_mut().expect("opened above"))
     }
 
-    /// Recomputes `candidate` from the bytes on disk now.
+    /// Recomputes `candidate` from the bytes on disk now (and the slot's overlay KVs).
+    #[allow(clippy::too_many_arguments)]
     pub fn confirm(
         &mut self,
         shard: &ShardSet,
@@ -80,6 +82,7 @@ impl Verifier {
         random_checks: u32,
         randao: &H256,
         candidate: &Candidate,
+        overlay: &ShardOverlay,
     ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
         self.proof(
             shard,
@@ -88,10 +91,13 @@ impl Verifier {
             random_checks,
             randao,
             candidate.nonce,
+            overlay,
         )
     }
 
-    /// Computes `nonce` of `shard` from the bytes on disk now.
+    /// Computes `nonce` of `shard` from the bytes on disk now, the samples of `overlay`'s KVs
+    /// from memory.
+    #[allow(clippy::too_many_arguments)]
     pub fn proof(
         &mut self,
         shard: &ShardSet,
@@ -100,6 +106,7 @@ impl Verifier {
         random_checks: u32,
         randao: &H256,
         nonce: u64,
+        overlay: &ShardOverlay,
     ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
         let backend = self.backend()?;
         let mut failed_at = None;
@@ -110,6 +117,9 @@ impl Verifier {
             randao,
             nonce,
             |sample_idx| {
+                if let Some(sample) = overlay.sample(sample_idx) {
+                    return Ok(sample);
+                }
                 let loc = shard
                     .locate(sample_idx)
                     .map_err(|e| IoError::Config(e.to_string()))?;

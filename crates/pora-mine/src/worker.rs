@@ -28,6 +28,7 @@
 //! deadline. Reads still in flight are left in the backend and drained before the next slot.
 
 use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
+use crate::overlay::ShardOverlay;
 use crate::plan::ShardPlan;
 use crate::{Find, MineError, OnIoError, PoolState};
 use pora_core::keccak::keccak256_padded_blocks;
@@ -49,6 +50,8 @@ pub struct SlotShared<'a> {
     pub plans: &'a [ShardPlan],
     pub prefixes: Vec<Hash0Prefix>,
     pub paths: &'a [PathBuf],
+    /// Per shard: KVs whose samples come from memory, not the backend.
+    pub overlays: Vec<ShardOverlay>,
     pub nonces: Range<u64>,
     /// Per shard: nonce offsets (from `nonces.start`) claimed so far.
     pub claimed: Vec<AtomicU64>,
@@ -97,6 +100,8 @@ impl Lane {
 pub struct ShardTally {
     pub tried: u64,
     pub samples: u64,
+    /// Of `samples`, those taken from the overlay.
+    pub overlay_samples: u64,
     pub io_errors: u64,
 }
 
@@ -296,6 +301,9 @@ struct Worker<'s, 'a> {
     steps: HashBatch,
     /// Chains starting a nonce in the batch being processed (their hash0).
     starts: HashBatch,
+    /// Reads answered from the overlay, processed with the next batch (at most one per chain,
+    /// so never more than `depth`: sized once).
+    from_overlay: Vec<Completion>,
 }
 
 /// Runs the worker of `lane` over `backend` until the work is done, the deadline passes, `stop`
@@ -336,6 +344,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             messages: Vec::new(),
             steps: HashBatch::with_capacity(depth),
             starts: HashBatch::with_capacity(depth),
+            from_overlay: Vec::with_capacity(depth),
         }
     }
 
@@ -364,7 +373,10 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
             backend.submit()?;
             let wait_until = shared.deadline.min(processed_at + MAX_WAIT);
-            backend.reap(&mut completions, 1, Some(wait_until))?;
+            // Samples from memory are ready now: reap what the backend has without waiting.
+            let min_complete = usize::from(self.from_overlay.is_empty());
+            backend.reap(&mut completions, min_complete, Some(wait_until))?;
+            completions.append(&mut self.from_overlay);
             let reaped_at = Instant::now();
             time.backend_returned(reaped_at - processed_at);
             if reaped_at > shared.deadline {
@@ -583,7 +595,16 @@ impl<'s, 'a> Worker<'s, 'a> {
     #[inline]
     fn issue_read(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
         let chain = &mut self.chains[idx];
-        let target = self.shared.plans[chain.shard as usize].target(&chain.hash);
+        let shard = chain.shard as usize;
+        let target = self.shared.plans[shard].target(&chain.hash);
+        if let Some(sample) = self.shared.overlays[shard].sample(target.sample_idx) {
+            self.tallies[shard].overlay_samples += 1;
+            self.from_overlay.push(Completion {
+                tag: idx as u32,
+                result: Ok(sample),
+            });
+            return Ok(());
+        }
         // The plans number files over the whole miner; the backend only has its pool's.
         chain.file = target.file - self.lane.first_file;
         chain.offset = target.offset;

@@ -322,6 +322,7 @@ mod tests {
                 elapsed_sec: 2.0,
                 samples_read: samples,
                 samples_per_sec: samples as f64 / 2.0,
+                samples_from_overlay: 0,
                 io_errors: 1,
                 changed_during_slot: 0,
                 found: Vec::new(),

@@ -183,10 +183,19 @@ type goSampler struct {
 	kvEntriesBits, kvBits uint
 	miner                 [20]byte
 	checks                int
+	// cache holds KVs (by global KV index) read from memory before the file, as es-node's
+	// BlobReader.ReadSample asks its blob cache first.
+	cache map[uint64][]byte
 }
 
 // hash1 is hashimoto for one nonce, with the sample indices read.
 func (g *goSampler) hash1(randao []byte, nonce uint64) ([32]byte, []uint64, error) {
+	h, idxs, _, err := g.hash1Samples(randao, nonce)
+	return h, idxs, err
+}
+
+// hash1Samples is hash1 with the encoded samples read.
+func (g *goSampler) hash1Samples(randao []byte, nonce uint64) ([32]byte, []uint64, [][32]byte, error) {
 	var msg [96]byte
 	copy(msg[12:32], g.miner[:])
 	copy(msg[32:64], randao)
@@ -196,13 +205,17 @@ func (g *goSampler) hash1(randao []byte, nonce uint64) ([32]byte, []uint64, erro
 	startByte := g.shard << (g.kvEntriesBits + g.kvBits)
 	var sample [32]byte
 	idxs := make([]uint64, 0, g.checks)
+	samples := make([][32]byte, 0, g.checks)
 	for i := 0; i < g.checks; i++ {
 		idx := binary.BigEndian.Uint64(h[24:])&(1<<rowBits-1) + g.shard<<rowBits
-		if _, err := g.file.ReadAt(sample[:], int64(headerSize+idx*32-startByte)); err != nil {
-			return h, idxs, err
+		if kv, ok := g.cache[idx>>(g.kvBits-5)]; ok {
+			copy(sample[:], kv[(idx&(1<<(g.kvBits-5)-1))*32:])
+		} else if _, err := g.file.ReadAt(sample[:], int64(headerSize+idx*32-startByte)); err != nil {
+			return h, idxs, samples, err
 		}
 		idxs = append(idxs, idx)
+		samples = append(samples, sample)
 		h = keccak.Sum256(h[:], sample[:])
 	}
-	return h, idxs, nil
+	return h, idxs, samples, nil
 }

@@ -42,26 +42,28 @@ type HashRecord struct {
 
 // ShardSlot is one shard's result for one slot: one line of `pora mine --json`.
 type ShardSlot struct {
-	Slot              uint64       `json:"slot"`
-	Shard             uint64       `json:"shard"`
-	Randao            string       `json:"randao"`
-	NonceLimit        uint64       `json:"nonceLimit"`
-	NoncesTried       uint64       `json:"noncesTried"`
-	MiningPower       float64      `json:"miningPower"`
-	ElapsedSec        float64      `json:"elapsedSec"`
-	SamplesRead       uint64       `json:"samplesRead"`
-	SamplesPerSec     float64      `json:"samplesPerSec"`
-	Method            string       `json:"method"`
-	Threads           int          `json:"threads"`
-	Depth             int          `json:"depth"`
-	Device            *string      `json:"device"` // the shard's device pool; nil when unknown
-	IOErrors          uint64       `json:"ioErrors"`
-	ChangedDuringSlot uint64       `json:"changedDuringSlot"`
-	Bottleneck        string       `json:"bottleneck"`
-	IOWaitFraction    float64      `json:"ioWaitFraction"`
-	CPUBusyFraction   float64      `json:"cpuBusyFraction"`
-	Interrupted       bool         `json:"interrupted"`
-	Found             []NonceProof `json:"found"`
+	Slot        uint64  `json:"slot"`
+	Shard       uint64  `json:"shard"`
+	Randao      string  `json:"randao"`
+	NonceLimit  uint64  `json:"nonceLimit"`
+	NoncesTried uint64  `json:"noncesTried"`
+	MiningPower float64 `json:"miningPower"`
+	ElapsedSec  float64 `json:"elapsedSec"`
+	SamplesRead uint64  `json:"samplesRead"`
+	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
+	SamplesFromOverlay uint64       `json:"samplesFromOverlay"`
+	SamplesPerSec      float64      `json:"samplesPerSec"`
+	Method             string       `json:"method"`
+	Threads            int          `json:"threads"`
+	Depth              int          `json:"depth"`
+	Device             *string      `json:"device"` // the shard's device pool; nil when unknown
+	IOErrors           uint64       `json:"ioErrors"`
+	ChangedDuringSlot  uint64       `json:"changedDuringSlot"`
+	Bottleneck         string       `json:"bottleneck"`
+	IOWaitFraction     float64      `json:"ioWaitFraction"`
+	CPUBusyFraction    float64      `json:"cpuBusyFraction"`
+	Interrupted        bool         `json:"interrupted"`
+	Found              []NonceProof `json:"found"`
 	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
 	Raw json.RawMessage `json:"-"`
 }
@@ -87,6 +89,8 @@ type SlotRequest struct {
 	Slot uint64
 	// Duration is the slot length when the context has no deadline (0 = 12 s, es-node's slot).
 	Duration time.Duration
+	// Overlay, when set, holds KVs sampled from memory instead of the files (es-node's cache).
+	Overlay *Overlay
 }
 
 // DefaultNonces is es-node's nonces per shard and slot.
@@ -125,6 +129,7 @@ func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, er
 	status := C.pora_mine_slot(id, params, token.id, &out)
 	stopWatch()
 	runtime.KeepAlive(s)
+	runtime.KeepAlive(req.Overlay)
 	data, err := result("mine", status, &out)
 	if err != nil {
 		return nil, err
@@ -197,6 +202,10 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	if err != nil {
 		return nil, cBytes{}, err
 	}
+	overlay, err := r.Overlay.handle("mine")
+	if err != nil {
+		return nil, cBytes{}, err
+	}
 	p := (*C.PoraSlotParams)(C.calloc(1, C.size_t(unsafe.Sizeof(C.PoraSlotParams{}))))
 	randao, owned := newCBytes(r.Randao)
 	p.randao = randao
@@ -206,6 +215,7 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	p.find = C.uint32_t(r.Find)
 	p.slot = C.uint64_t(r.Slot)
 	p.difficulty = diff
+	p.overlay = overlay
 	return p, owned, nil
 }
 

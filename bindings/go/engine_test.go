@@ -1,0 +1,218 @@
+// The es-node engine checked against es-node's own loop, written here in Go (one nonce after
+// another from nonceStart, samples from the blob cache first, then the file): the same first
+// valid nonce, sample indices and encoded samples, with cached blobs that differ from disk; the
+// deadline held; a stopped miner ending the slot within 100 ms; a truncated file failing the
+// task with an error.
+package pora
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"math/big"
+	"math/rand"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// esNodeFirstValid is es-node's mineTask over nonces [start, end): the first nonce whose hash1
+// meets required, with its sample indices and samples.
+func esNodeFirstValid(t *testing.T, g *goSampler, randao []byte, start, end uint64, required *big.Int) (uint64, []uint64, [][32]byte, bool) {
+	for nonce := start; nonce < end; nonce++ {
+		h, idxs, samples, err := g.hash1Samples(randao, nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if required.Cmp(new(big.Int).SetBytes(h[:])) >= 0 {
+			return nonce, idxs, samples, true
+		}
+	}
+	return 0, nil, nil, false
+}
+
+// randomCache makes cached blobs for some of shard 1's KVs (64..128), differing from disk.
+func randomCache(seed int64, kvs ...uint64) ([]CachedKV, map[uint64][]byte) {
+	rng := rand.New(rand.NewSource(seed))
+	var list []CachedKV
+	byIdx := map[uint64][]byte{}
+	for _, kv := range kvs {
+		data := make([]byte, 4096)
+		rng.Read(data)
+		list = append(list, CachedKV{KvIdx: kv, Data: data})
+		byIdx[kv] = data
+	}
+	return list, byIdx
+}
+
+func TestEngineFindsEsNodesNonceWithTheBlobCache(t *testing.T) {
+	path := smallShards(t)[1] // shard 1: 64 KVs of 4 KiB
+	for _, method := range []string{"pread", "mmap"} {
+		e, err := OpenEngine([]string{path}, Options{Method: method, Threads: 2, Depth: 8, IgnoreProfile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(path)
+		// 8 of 64 KVs cached: a quarter of the nonces touch one.
+		cacheList, cache := randomCache(3, 64, 70, 71, 90, 100, 101, 120, 127)
+		if err := e.SyncCache(cacheList); err != nil {
+			t.Fatal(err)
+		}
+		required := new(big.Int).Rsh(maxUint256(), 10) // about one nonce in 1024
+		differed := 0
+		for round := byte(0); round < 12; round++ {
+			randao := bytes.Repeat([]byte{round + 40}, 32)
+			g := &goSampler{file: f, shard: 1, kvEntriesBits: 6, kvBits: 12, miner: testMiner, checks: 2, cache: cache}
+			wantNonce, wantIdxs, wantSamples, ok := esNodeFirstValid(t, g, randao, 0, 1<<14, required)
+			res, err := e.MineTask(Task{MixHash: randao, RequiredDiff: required, NonceEnd: 1 << 14, Deadline: time.Now().Add(time.Minute)}, func() bool { return true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Found != ok || res.Nonce != wantNonce || join(res.SampleIdxs) != join(wantIdxs) {
+				t.Fatalf("%s round %d: pora found=%v nonce %d idxs %v; es-node loop found=%v nonce %d idxs %v", method, round, res.Found, res.Nonce, res.SampleIdxs, ok, wantNonce, wantIdxs)
+			}
+			for i, s := range wantSamples {
+				if res.EncodedSamples[i] != "0x"+hex.EncodeToString(s[:]) {
+					t.Fatalf("%s round %d sample %d: pora %s, es-node loop %x", method, round, i, res.EncodedSamples[i], s)
+				}
+			}
+			plain := &goSampler{file: f, shard: 1, kvEntriesBits: 6, kvBits: 12, miner: testMiner, checks: 2}
+			if n, _, _, _ := esNodeFirstValid(t, plain, randao, 0, 1<<14, required); n != wantNonce {
+				differed++
+			}
+			if res.Record.SamplesFromOverlay == 0 {
+				t.Errorf("%s round %d: no sample came from the cache", method, round)
+			}
+		}
+		if differed == 0 {
+			t.Errorf("%s: the cache changed no round's nonce: the test shows nothing", method)
+		}
+		// Blobs leaving the cache (finalized) are mined from the file again.
+		if err := e.SyncCache(nil); err != nil {
+			t.Fatal(err)
+		}
+		randao := bytes.Repeat([]byte{40}, 32)
+		res, err := e.MineTask(Task{MixHash: randao, RequiredDiff: required, NonceEnd: 1 << 14, Deadline: time.Now().Add(time.Minute)}, nil)
+		if err != nil || res.Record.SamplesFromOverlay != 0 {
+			t.Fatalf("after the cache emptied: %v, %d samples from the overlay", err, res.Record.SamplesFromOverlay)
+		}
+		f.Close()
+		e.Close()
+	}
+}
+
+func maxUint256() *big.Int {
+	return new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+}
+
+func simEngine(t *testing.T, latency time.Duration) *Engine {
+	e, err := OpenEngine([]string{smallShards(t)[0]}, Options{Method: "sim", Threads: 2, Depth: 8, IgnoreProfile: true, SimLatencyMin: latency, SimLatencyMax: latency})
+	if err != nil {
+		t.Fatalf("%v (needs a library built with the simulated disk: --features sim)", err)
+	}
+	return e
+}
+
+func TestEngineHoldsTheDeadlineAndCountsMiningPower(t *testing.T) {
+	e := simEngine(t, 2*time.Millisecond)
+	defer e.Close()
+	start := time.Now()
+	res, err := e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 1 << 20, NonceLimit: 1 << 20, Deadline: start.Add(300 * time.Millisecond)}, func() bool { return true })
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > 400*time.Millisecond || took < 290*time.Millisecond {
+		t.Errorf("a 300 ms task took %v", took)
+	}
+	want := res.NoncesTried * 10000 / (1 << 20)
+	if res.Found || res.MiningPowerBps != want || res.NoncesTried == 0 || res.MiningPowerBps >= 10000 {
+		t.Errorf("found=%v power %d bps for %d nonces (want %d)", res.Found, res.MiningPowerBps, res.NoncesTried, want)
+	}
+	if res.SamplingTimeMs < 290 || res.SamplingTimeMs > 400 {
+		t.Errorf("sampling time %d ms", res.SamplingTimeMs)
+	}
+	// All nonces tried: 10000 bps, as es-node reports.
+	res, err = e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 64, NonceLimit: 64, Deadline: time.Now().Add(time.Minute)}, nil)
+	if err != nil || res.MiningPowerBps != 10000 {
+		t.Errorf("64 of 64 nonces: %d bps, %v", res.MiningPowerBps, err)
+	}
+	// A deadline already past: es-node's loop times out at once, with no error.
+	res, err = e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 64, Deadline: time.Now().Add(-time.Second)}, nil)
+	if err != nil || res.NoncesTried != 0 {
+		t.Errorf("past deadline: %+v, %v", res, err)
+	}
+}
+
+func TestEngineStopsWithin100msWhenTheMinerStops(t *testing.T) {
+	e := simEngine(t, 5*time.Millisecond)
+	defer e.Close()
+	var running atomic.Bool
+	running.Store(true)
+	var stoppedAt atomic.Int64
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		stoppedAt.Store(time.Now().UnixNano())
+		running.Store(false)
+	}()
+	res, err := e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 1 << 30, Deadline: time.Now().Add(time.Minute)}, running.Load)
+	ended := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := ended.Sub(time.Unix(0, stoppedAt.Load()))
+	if !res.Stopped || lag > 100*time.Millisecond {
+		t.Errorf("stopped=%v, returned %v after the miner stopped", res.Stopped, lag)
+	}
+	if res.NoncesTried == 0 {
+		t.Error("no nonces counted before the stop")
+	}
+}
+
+func TestEngineFailsTheTaskOnATruncatedFile(t *testing.T) {
+	path := smallShards(t)[0]
+	e, err := OpenEngine([]string{path}, Options{Method: "pread", Threads: 1, Depth: 4, IgnoreProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := os.Truncate(path, 4096+64*1024); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 4096, Deadline: time.Now().Add(time.Minute)}, nil)
+	if !errors.Is(err, ErrIO) {
+		t.Fatalf("mining a truncated file: %v, want an I/O error", err)
+	}
+	// The engine keeps working for the next task once the file is whole again.
+	if err := os.Truncate(path, 4096+64*(4096+32)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil); err != nil {
+		t.Fatalf("after the file was restored: %v", err)
+	}
+}
+
+func TestEngineRefusesBadCacheAndTasks(t *testing.T) {
+	e := simEngine(t, 0)
+	defer e.Close()
+	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 4096)}, {KvIdx: 3, Data: make([]byte, 4096)}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a KV listed twice: %v", err)
+	}
+	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 100)}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a 100-byte KV: %v", err)
+	}
+	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 8192)}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil)
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("an 8 KiB KV in a 4 KiB-KV shard: %v", err)
+	}
+	if _, err := e.MineTask(Task{MixHash: make([]byte, 31), RequiredDiff: big.NewInt(0), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a 31-byte randao: %v", err)
+	}
+	if _, err := e.MineTask(Task{MixHash: make([]byte, 32), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("no RequiredDiff: %v", err)
+	}
+}

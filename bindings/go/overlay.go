@@ -1,0 +1,108 @@
+// Overlay: KVs whose current bytes pora samples from memory instead of the shard files, as
+// es-node's miner does for blobs that are downloaded but not yet finalized into the data file.
+package pora
+
+/*
+#include <stdlib.h>
+#include "pora.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Overlay holds encoded KVs by global KV index (sampleIdx >> (kvSizeBits - 5)). Make one, keep
+// it in step with the blob cache between slots (Put when a blob arrives, Retain the cache's KV
+// set when entries leave), and pass it in SlotRequest.Overlay: samples inside those KVs then
+// come from memory. Each KV is copied once when put; a slot takes a snapshot, so changing the
+// overlay while a slot runs is safe and affects the next slot. Safe for concurrent use.
+type Overlay struct {
+	mu sync.RWMutex
+	id C.uint64_t
+}
+
+// NewOverlay makes an empty overlay; Close frees it.
+func NewOverlay() (*Overlay, error) {
+	var id C.uint64_t
+	var out C.PoraBuf
+	if _, err := result("overlay_new", C.pora_overlay_new(&id, &out), &out); err != nil {
+		return nil, err
+	}
+	o := &Overlay{id: id}
+	runtime.SetFinalizer(o, (*Overlay).Close)
+	return o, nil
+}
+
+// Put sets KV kvIdx to a copy of data: its current encoded bytes, exactly one KV (maxKvSize
+// bytes, 128 KiB in production; the size is checked against the shard when a slot uses it).
+func (o *Overlay) Put(kvIdx uint64, data []byte) error {
+	id, err := o.handle("overlay_put")
+	if err != nil {
+		return err
+	}
+	cdata, owned := newCBytes(data)
+	defer owned.free()
+	var out C.PoraBuf
+	_, err = result("overlay_put", C.pora_overlay_put(id, C.uint64_t(kvIdx), cdata, &out), &out)
+	runtime.KeepAlive(o)
+	return err
+}
+
+// Retain keeps only the KVs listed (the cache's current set) and drops the rest; it returns how
+// many the overlay holds and how many it dropped.
+func (o *Overlay) Retain(kvIdxs []uint64) (kept, removed int, err error) {
+	id, err := o.handle("overlay_retain")
+	if err != nil {
+		return 0, 0, err
+	}
+	var ptr *C.uint64_t
+	if len(kvIdxs) > 0 {
+		ptr = (*C.uint64_t)(C.malloc(C.size_t(len(kvIdxs)) * 8))
+		defer C.free(unsafe.Pointer(ptr))
+		copy(unsafe.Slice((*uint64)(unsafe.Pointer(ptr)), len(kvIdxs)), kvIdxs)
+	}
+	var out C.PoraBuf
+	data, err := result("overlay_retain", C.pora_overlay_retain(id, ptr, C.size_t(len(kvIdxs)), &out), &out)
+	runtime.KeepAlive(o)
+	if err != nil {
+		return 0, 0, err
+	}
+	var summary struct{ Kvs, Removed int }
+	if err := json.Unmarshal(data, &summary); err != nil {
+		return 0, 0, fmt.Errorf("pora overlay_retain: reading the result: %w", err)
+	}
+	return summary.Kvs, summary.Removed, nil
+}
+
+// Close frees the overlay; a slot running with it keeps its snapshot. Closing twice returns
+// ErrClosed.
+func (o *Overlay) Close() error {
+	o.mu.Lock()
+	id := o.id
+	o.id = 0
+	o.mu.Unlock()
+	if id == 0 {
+		return &Error{Status: StatusClosed, Op: "overlay_free", Message: "overlay already closed"}
+	}
+	runtime.SetFinalizer(o, nil)
+	var out C.PoraBuf
+	_, err := result("overlay_free", C.pora_overlay_free(id, &out), &out)
+	return err
+}
+
+func (o *Overlay) handle(op string) (C.uint64_t, error) {
+	if o == nil {
+		return 0, nil
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.id == 0 {
+		return 0, &Error{Status: StatusClosed, Op: op, Message: "overlay is closed"}
+	}
+	return o.id, nil
+}

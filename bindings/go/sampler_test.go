@@ -116,20 +116,44 @@ func log2(v uint64) int {
 	return n
 }
 
+// benchOverlayKVs, when set, gives BenchmarkMineSlot an overlay of that many of the shard's KVs
+// (spread evenly), to measure what the lookup costs the reads outside them.
+var benchOverlayKVs = flag.Int("bench-overlay-kvs", 0, "KVs in the overlay of the MineSlot benchmark (0 = no overlay)")
+
+// benchOverlay is an overlay of n KVs spread over the shard of spec, or nil for n = 0.
+func benchOverlay(b *testing.B, spec shardSpec, n int) *Overlay {
+	if n == 0 {
+		return nil
+	}
+	o, err := NewOverlay()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kvs := uint64(1) << spec.kvEntriesBits
+	data := make([]byte, 1<<spec.kvBits)
+	for i := 0; i < n; i++ {
+		if err := o.Put(spec.shard*kvs+uint64(i)*kvs/uint64(n), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return o
+}
+
 // BenchmarkMineSlot mines -bench-nonces (65,536) per iteration through pora (method auto, pora's choice
-// of threads and depth) and reports samples/s.
+// of threads and depth) and reports samples/s; -bench-overlay-kvs adds an overlay.
 func BenchmarkMineSlot(b *testing.B) {
-	path, _ := benchTarget(b)
+	path, spec := benchTarget(b)
 	s, err := Open([][]string{{path}}, Options{IgnoreProfile: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	overlay := benchOverlay(b, spec, *benchOverlayKVs)
 	b.ResetTimer()
 	start := time.Now()
 	var samples uint64
 	for i := 0; i < b.N; i++ {
-		r, err := s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{byte(i)}, 32), NonceStart: 0, NonceEnd: *benchNonces, Duration: time.Hour})
+		r, err := s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{byte(i)}, 32), NonceStart: 0, NonceEnd: *benchNonces, Duration: time.Hour, Overlay: overlay})
 		if err != nil {
 			b.Fatal(err)
 		}

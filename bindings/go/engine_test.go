@@ -1,6 +1,7 @@
 // The es-node engine checked against es-node's own loop, written here in Go (one nonce after
-// another from nonceStart, samples from the blob cache first, then the file): the same first
-// valid nonce, sample indices and encoded samples, with cached blobs that differ from disk; the
+// another from nonceStart, samples from the blob cache first, then the file): a valid nonce
+// exactly when the loop finds one, with the loop's sample indices and encoded samples for it,
+// with cached blobs that differ from disk; the
 // deadline held; a stopped miner ending the slot within 100 ms; a truncated file failing the
 // task with an error.
 package pora
@@ -8,17 +9,21 @@ package pora
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math/big"
 	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// esNodeFirstValid is es-node's mineTask over nonces [start, end): the first nonce whose hash1
-// meets required, with its sample indices and samples.
+// esNodeFirstValid is es-node's mineTask over nonces [start, end) on one thread: the first nonce
+// whose hash1 meets required, with its sample indices and samples.
 func esNodeFirstValid(t *testing.T, g *goSampler, randao []byte, start, end uint64, required *big.Int) (uint64, []uint64, [][32]byte, bool) {
 	for nonce := start; nonce < end; nonce++ {
 		h, idxs, samples, err := g.hash1Samples(randao, nonce)
@@ -61,24 +66,36 @@ func TestEngineFindsEsNodesNonceWithTheBlobCache(t *testing.T) {
 		}
 		required := new(big.Int).Rsh(maxUint256(), 10) // about one nonce in 1024
 		differed := 0
-		for round := byte(0); round < 12; round++ {
+		for round := byte(0); round < 24; round++ {
 			randao := bytes.Repeat([]byte{round + 40}, 32)
 			g := &goSampler{file: f, shard: 1, kvEntriesBits: 6, kvBits: 12, miner: testMiner, checks: 2, cache: cache}
-			wantNonce, wantIdxs, wantSamples, ok := esNodeFirstValid(t, g, randao, 0, 1<<14, required)
+			_, _, _, esNodeFinds := esNodeFirstValid(t, g, randao, 0, 1<<14, required)
 			res, err := e.MineTask(Task{MixHash: randao, RequiredDiff: required, NonceEnd: 1 << 14, Deadline: time.Now().Add(time.Minute)}, func() bool { return true })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Found != ok || res.Nonce != wantNonce || join(res.SampleIdxs) != join(wantIdxs) {
-				t.Fatalf("%s round %d: pora found=%v nonce %d idxs %v; es-node loop found=%v nonce %d idxs %v", method, round, res.Found, res.Nonce, res.SampleIdxs, ok, wantNonce, wantIdxs)
+			if res.Found != esNodeFinds {
+				t.Fatalf("%s round %d: pora found=%v, es-node's loop found=%v", method, round, res.Found, esNodeFinds)
 			}
-			for i, s := range wantSamples {
+			if !res.Found {
+				continue
+			}
+			// pora's threads report the first nonce found in time (es-node's threads do too): it
+			// must be valid and carry exactly the samples es-node's loop reads for it.
+			h, idxs, samples, err := g.hash1Samples(randao, res.Nonce)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if required.Cmp(new(big.Int).SetBytes(h[:])) < 0 || join(res.SampleIdxs) != join(idxs) {
+				t.Fatalf("%s round %d: pora's nonce %d (idxs %v) is not valid for es-node's loop (hash1 %x, idxs %v)", method, round, res.Nonce, res.SampleIdxs, h, idxs)
+			}
+			for i, s := range samples {
 				if res.EncodedSamples[i] != "0x"+hex.EncodeToString(s[:]) {
 					t.Fatalf("%s round %d sample %d: pora %s, es-node loop %x", method, round, i, res.EncodedSamples[i], s)
 				}
 			}
 			plain := &goSampler{file: f, shard: 1, kvEntriesBits: 6, kvBits: 12, miner: testMiner, checks: 2}
-			if n, _, _, _ := esNodeFirstValid(t, plain, randao, 0, 1<<14, required); n != wantNonce {
+			if fileOnly, _, _ := plain.hash1(randao, res.Nonce); fileOnly != h {
 				differed++
 			}
 			if res.Record.SamplesFromOverlay == 0 {
@@ -214,5 +231,54 @@ func TestEngineRefusesBadCacheAndTasks(t *testing.T) {
 	}
 	if _, err := e.MineTask(Task{MixHash: make([]byte, 32), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("no RequiredDiff: %v", err)
+	}
+}
+
+// porago task (es-node's task through pora.Engine) finds the first valid nonce `pora mine --find
+// first` finds on each shard, with the same samples, and reports 10000 bps when every nonce was
+// tried.
+func TestPoragoTaskEqualsPoraMineFirst(t *testing.T) {
+	if poraBinary(t) == "" {
+		t.Log("SKIP: target/release/pora is not built")
+		return
+	}
+	porago := filepath.Join(t.TempDir(), "porago")
+	if out, err := exec.Command("go", "build", "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
+		t.Fatalf("building porago: %v\n%s", err, out)
+	}
+	paths := smallShards(t)
+	randao := "0x" + strings.Repeat("3c", 32)
+	required := new(big.Int).Rsh(maxUint256(), 9).String()
+	out, err := exec.Command(porago, "task", "--file", paths[0], "--file", paths[1], "--randao", randao,
+		"--required-diff", required, "--nonce-limit", "8192", "--method", "pread", "--json").Output()
+	if err != nil {
+		t.Fatalf("porago task: %v", err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	want := bytes.Split(bytes.TrimSpace(runPora(t, "mine", "--file", paths[0], "--file", paths[1], "--randao", randao,
+		"--required-diff", required, "--nonces", "0..8192", "--find", "first", "--method", "pread", "--json")), []byte("\n"))
+	if len(lines) != 2 || len(want) != 2 {
+		t.Fatalf("porago task printed %d records, pora mine %d", len(lines), len(want))
+	}
+	for i := range lines {
+		var got struct {
+			Engine         string
+			MiningPowerBps uint64
+			Found          []NonceProof
+		}
+		var mine ShardSlot
+		if err := json.Unmarshal(lines[i], &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(want[i], &mine); err != nil {
+			t.Fatal(err)
+		}
+		if got.Engine != "pora" || len(got.Found) != 1 || len(mine.Found) != 1 {
+			t.Fatalf("shard %d: %s vs %s", i, lines[i], want[i])
+		}
+		g, m := got.Found[0], mine.Found[0]
+		if g.Nonce != m.Nonce || join(g.SampleIdxs) != join(m.SampleIdxs) || strings.Join(g.EncodedSamples, ",") != strings.Join(m.EncodedSamples, ",") {
+			t.Errorf("shard %d: porago task %+v, pora mine %+v", i, g, m)
+		}
 	}
 }

@@ -1,9 +1,10 @@
 // Command porago is `pora hash` and `pora mine` written on the Go package alone: the conformance
 // harness of the bindings (its --json output equals pora's, timings aside) and the example
-// es-node developers read first.
+// es-node developers read first; `porago task` runs es-node's per-shard task through pora.Engine.
 //
 //	porago hash --file shard0.dat --randao 0x.. --nonce 7 --json
 //	porago mine --file shard0.dat --file shard1.dat --random-randao --slots 3 --find all --required-diff 0x..
+//	porago task --file shard0.dat --randao 0x.. --required-diff 0x.. --json   (es-node's task via pora.Engine)
 //
 // Each --file is one shard; a shard of several data files is given as --file a.dat,b.dat (Go's
 // flag package takes one value per occurrence, where pora takes `--file a.dat b.dat`).
@@ -38,6 +39,8 @@ func main() {
 		err = runHash(os.Args[2:])
 	case "mine":
 		err = runMine(os.Args[2:])
+	case "task":
+		err = runTask(os.Args[2:])
 	default:
 		usage()
 	}
@@ -48,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: porago hash|mine [flags]  (porago hash -h for the flags)")
+	fmt.Fprintln(os.Stderr, "usage: porago hash|mine|task [flags]  (porago hash -h for the flags)")
 	os.Exit(2)
 }
 

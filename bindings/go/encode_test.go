@@ -157,7 +157,9 @@ func TestMaskMatchesEsNodeVectors(t *testing.T) {
 }
 
 func TestEncodeDecodeRoundTripOnRandomData(t *testing.T) {
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	for i := 0; i < 3; i++ {
 		var key [32]byte
 		rng.Read(key[:])
@@ -199,7 +201,9 @@ func TestMaskAndEncodeKeyEqualPoraMask(t *testing.T) {
 		t.Fatal("target/release/pora is not built (cargo build --release -p pora-ffi -p pora --features sim)")
 	}
 	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	for i := 0; i < 2; i++ {
 		var key [32]byte
 		rng.Read(key[:])

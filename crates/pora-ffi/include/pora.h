@@ -264,7 +264,7 @@ enum PoraStatus pora_decode_kv(struct PoraBytes key,
 // file's header (the same `pora_prepare` code). Resumable: KVs already holding their mask are
 // skipped (the last few re-checked), KVs holding a blob are never touched, and an interrupted
 // call leaves the header "incomplete" until a later call finishes. `threads` mask workers
-// (0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
+// (1..=256; 0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
 //
 // Refused before anything is written, with a message naming the file and field: a file that is
 // not an es-node data file or not encodeType 3 with 128 KiB KVs (PORA_STATUS_SHARD), a range

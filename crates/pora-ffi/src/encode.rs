@@ -180,6 +180,11 @@ pub unsafe extern "C" fn pora_decode_kv(
     })
 }
 
+/// Mask workers `pora_fill_empty` accepts. Each holds a 2 MiB batch and the writer queues two per
+/// worker, so an unchecked count from a caller (up to 2^32) would exhaust memory or threads and
+/// abort the process; no machine computes masks on more cores than this.
+const MAX_FILL_THREADS: u32 = 256;
+
 /// What `pora_fill_empty` returns: `pora create --fill empty --json`'s record plus the request.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -202,7 +207,7 @@ struct FillRecord<'a> {
 /// file's header (the same `pora_prepare` code). Resumable: KVs already holding their mask are
 /// skipped (the last few re-checked), KVs holding a blob are never touched, and an interrupted
 /// call leaves the header "incomplete" until a later call finishes. `threads` mask workers
-/// (0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
+/// (1..=256; 0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
 ///
 /// Refused before anything is written, with a message naming the file and field: a file that is
 /// not an es-node data file or not encodeType 3 with 128 KiB KVs (PORA_STATUS_SHARD), a range
@@ -232,6 +237,11 @@ pub unsafe extern "C" fn pora_fill_empty(
         }
         let threads = match threads {
             0 => pora_mine::session::available_cpus(),
+            n if n > MAX_FILL_THREADS => {
+                return Err(Failure::invalid(format!(
+                    "threads {n}: at most {MAX_FILL_THREADS} (0 = every CPU)"
+                )))
+            }
             n => n as usize,
         };
         let fill =

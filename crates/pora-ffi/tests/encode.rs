@@ -568,6 +568,13 @@ fn fill_empty_refuses_bad_files_and_ranges_without_changing_a_byte() {
             assert!(msg.contains(w.as_str()), "`{w}` missing from: {msg}");
         }
     }
+    for threads in [257, u32::MAX] {
+        let raw = good.to_str().unwrap().as_bytes();
+        let (s, msg) = call(|out| unsafe { pora_fill_empty(bytes(raw), 8, 9, threads, out) });
+        assert_eq!(s, PoraStatus::InvalidArgument, "{msg}");
+        assert!(msg.contains(&format!("threads {threads}")), "{msg}");
+        assert!(msg.contains("at most 256"), "{msg}");
+    }
     let missing = dir.path().join("missing.dat");
     let (s, msg) = fill_empty(&missing, 8..9, 1);
     assert_eq!(s, PoraStatus::Io, "{msg}");

@@ -121,16 +121,17 @@ type FillReport struct {
 // each "filled, commit 0" in its meta entry once its data is synced: what `pora create FILE
 // --fill empty --resume --kv-range A..B` does with flags matching the file's header. KVs
 // already holding their mask are skipped and KVs holding a blob are never touched, so a call
-// may be repeated or resumed after an interruption. threads mask workers, 0 = every CPU. It
-// blocks until done (about 35-40 ms of one core per KV): run it on its own goroutine.
+// may be repeated or resumed after an interruption. threads mask workers, 1 to 256 or 0 for
+// every CPU. It blocks until done (about 35-40 ms of one core per KV): run it on its own goroutine.
 //
 // Refused before anything is written, with a message naming the file and field: a file that is
 // not an encodeType-3 data file with 128 KiB KVs (ErrShard), a range empty or outside the
 // file's KVs (ErrInvalidArgument), a missing or unreadable file (ErrIO).
 func FillEmpty(path string, kvStart, kvEnd uint64, threads int) (FillReport, error) {
+	// pora checks the upper bound; here only what would not survive the conversion to uint32.
 	if threads < 0 || uint64(threads) > math.MaxUint32 {
 		return FillReport{}, &Error{Status: StatusInvalidArgument, Op: "fill empty",
-			Message: fmt.Sprintf("threads %d: 0 (every CPU) up to %d", threads, uint32(math.MaxUint32))}
+			Message: fmt.Sprintf("threads %d: 0 (every CPU) up to 256", threads)}
 	}
 	p, owned := newCBytes([]byte(path))
 	defer owned.free()

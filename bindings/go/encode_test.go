@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -341,6 +342,8 @@ func TestEncodeBadInput(t *testing.T) {
 		{good, 15, 17, 1, ErrInvalidArgument, []string{good, "outside"}},
 		{good, 9, 9, 1, ErrInvalidArgument, []string{"empty"}},
 		{good, 8, 9, -1, ErrInvalidArgument, []string{"threads -1"}},
+		{good, 8, 9, 257, ErrInvalidArgument, []string{"threads 257", "at most 256"}},
+		{good, 8, 9, math.MaxInt, ErrInvalidArgument, []string{"threads"}},
 		{filepath.Join(dir, "missing.dat"), 8, 9, 1, ErrIO, []string{"missing.dat"}},
 		{"", 8, 9, 1, ErrInvalidArgument, []string{"path"}},
 	}

@@ -5,6 +5,9 @@
  *  - Every call returns a PoraStatus. Calls that produce something write it to the PoraBuf *out
  *    (JSON, UTF-8); on any status other than PORA_STATUS_OK, *out holds the error message instead.
  *    Whatever pora puts in a PoraBuf is freed with pora_buf_free, exactly once.
+ *  - Binary results (pora_encode_key, pora_mask, pora_encode_kv, pora_decode_kv) go into bytes
+ *    the caller owns, pointer + length; a wrong length is PORA_STATUS_INVALID_ARGUMENT naming the
+ *    argument and the expected length, and nothing is written. *out then carries only messages.
  *  - Inputs are borrowed for the duration of the call: byte strings as pointer + length, never
  *    NUL-terminated. Nothing the caller passes is kept.
  *  - Shard handles and cancel tokens are 64-bit ids, never reused; a closed, freed, unknown or
@@ -33,6 +36,17 @@
 
 // Length in bytes of a miner address.
 #define PORA_ADDRESS_LEN 20
+
+// Length in bytes of one KV of an encodeType-3 shard (a blob, 4096 words of 32 bytes), and so of
+// its mask: what `pora_mask` writes and `pora_encode_kv` takes.
+#define PORA_KV_LEN 131072
+
+// Length in bytes of an encode key (`pora_encode_key`'s result, the key of `pora_mask`).
+#define PORA_ENCODE_KEY_LEN 32
+
+// Length in bytes of the commit `pora_encode_key` takes (es-node's `common.Hash`; only the first
+// 24 bytes enter the key).
+#define PORA_COMMIT_LEN 32
 
 // What a call did. Every status but `Ok` comes with a message in the call's `out` buffer.
 typedef enum PoraStatus {
@@ -185,6 +199,89 @@ extern "C" {
 // # Safety
 // `buf` must be null or point to a writable `PoraBuf`.
 enum PoraStatus pora_buf_free(struct PoraBuf *buf);
+
+// es-node's `CalcEncodeKey(commit, kvIdx, miner)`: writes the 32-byte encode key of KV `kv_idx`
+// (a global KV index) for `miner` into `key` (`key_len` must be `PORA_ENCODE_KEY_LEN`).
+// `commit` is exactly `PORA_COMMIT_LEN` (32) bytes, es-node's `common.Hash`: like es-node, only
+// its first 24 bytes (the data hash the contract keeps) enter the key and the rest is ignored,
+// so a KV's meta entry can be passed as it is. An empty KV has an all-zero commit. The key is
+// raw (not reduced mod the field prime), as es-node returns it. `out` stays empty on success.
+//
+// # Safety
+// `commit` and `miner` must be valid borrowed byte strings; `key` null or `key_len` writable
+// bytes; `out` writable.
+enum PoraStatus pora_encode_key(struct PoraBytes commit,
+                                uint64_t kv_idx,
+                                struct PoraBytes miner,
+                                uint8_t *key,
+                                size_t key_len,
+                                struct PoraBuf *out);
+
+// Writes the BLOB_POSEIDON mask of encode key `key` (32 bytes, raw as `pora_encode_key` gives
+// it) into the caller's `mask`: `mask_len` must be `PORA_KV_LEN` (131072, one KV). These are
+// the bytes an empty KV holds on disk (es-node's `encoder.Encode(key, 131072)`). About 35-40 ms
+// of one core; safe to call from many threads at once. `out` stays empty on success.
+//
+// # Safety
+// `key` must be a valid borrowed byte string; `mask` null or `mask_len` writable bytes; `out`
+// writable.
+enum PoraStatus pora_mask(struct PoraBytes key,
+                          uint8_t *mask,
+                          size_t mask_len,
+                          struct PoraBuf *out);
+
+// es-node's `EncodeChunk(131072, data, 3, key)` in place: `data` (`data_len` must be
+// `PORA_KV_LEN`, one whole KV) becomes the bytes stored on disk for it, the blob XOR the mask
+// of `key`. es-node zero-pads a blob shorter than a KV to the KV size before it encodes (and
+// its encoded chunk is always the KV size), so pass such a blob padded with zeros to 131072
+// bytes: a shorter `data` is refused rather than half encoded. `out` stays empty on success; on
+// failure `data` is unchanged.
+//
+// # Safety
+// `key` must be a valid borrowed byte string; `data` null or `data_len` readable and writable
+// bytes; `out` writable.
+enum PoraStatus pora_encode_kv(struct PoraBytes key,
+                               uint8_t *data,
+                               size_t data_len,
+                               struct PoraBuf *out);
+
+// es-node's `DecodeChunk(131072, data, 3, key)` in place: the first `data_len` stored bytes of
+// a KV (at most `PORA_KV_LEN`) become the blob's first `data_len` bytes, each XOR the mask of
+// `key` at the same offset. Like es-node, a prefix may be decoded (reading a blob of `size`
+// bytes reads and decodes only those); `data_len` 0 does nothing (`data` may then be null).
+// `out` stays empty on success; on failure `data` is unchanged.
+//
+// # Safety
+// `key` must be a valid borrowed byte string; `data` null or `data_len` readable and writable
+// bytes; `out` writable.
+enum PoraStatus pora_decode_kv(struct PoraBytes key,
+                               uint8_t *data,
+                               size_t data_len,
+                               struct PoraBuf *out);
+
+// Fills KVs `kv_start .. kv_end` (global KV indices, end exclusive) of the existing
+// encodeType-3 data file `path` with their empty masks for the miner in the file's header, and
+// marks each "filled, commit 0" in its meta entry (`0^24 ‖ 0x80 ‖ 0^7`) once its data is synced:
+// what `pora create FILE --fill empty --resume --kv-range A..B` does with flags matching the
+// file's header (the same `pora_prepare` code). Resumable: KVs already holding their mask are
+// skipped (the last few re-checked), KVs holding a blob are never touched, and an interrupted
+// call leaves the header "incomplete" until a later call finishes. `threads` mask workers
+// (1..=256; 0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
+//
+// Refused before anything is written, with a message naming the file and field: a file that is
+// not an es-node data file or not encodeType 3 with 128 KiB KVs (PORA_STATUS_SHARD), a range
+// that is empty or outside the file's KVs (PORA_STATUS_INVALID_ARGUMENT), a missing or
+// unreadable file (PORA_STATUS_IO). On success `out` holds `{"file","kvStart","kvEnd",
+// "skipped","refilled","kvs","seconds","threads","msPerKvPerCore","cpuSeconds","cpuMsPerKv"}`
+// (`kvs` = KVs written).
+//
+// # Safety
+// `path` must be a valid borrowed byte string; `out` writable.
+enum PoraStatus pora_fill_empty(struct PoraBytes path,
+                                uint64_t kv_start,
+                                uint64_t kv_end,
+                                uint32_t threads,
+                                struct PoraBuf *out);
 
 // The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
 uint32_t pora_abi_version(void);

@@ -8,6 +8,9 @@
 //!   holds the error message instead. Buffers are allocated by pora and freed by
 //!   [`pora_buf_free`]; pora remembers the buffers it handed out, so freeing one twice, or a
 //!   pointer pora never made, is reported rather than undefined.
+//! - Binary results (an encode key, a 128 KiB mask, an encoded KV: [`encode`]) are written into
+//!   bytes the caller owns, pointer + length, checked against the one right length before
+//!   anything is written; `out` then carries only the error message.
 //! - Inputs are borrowed as pointer + length for the duration of the call (paths are bytes,
 //!   never NUL-terminated) and nothing is kept.
 //! - Shard sets and cancel tokens are 64-bit ids in a registry ([`registry`]), with the kind in
@@ -17,6 +20,7 @@
 //!   its formatted message, never unwinds into C and never aborts.
 
 mod buf;
+mod encode;
 mod exports;
 mod guard;
 mod overlay;
@@ -24,6 +28,7 @@ mod params;
 mod registry;
 
 pub use buf::{pora_buf_free, PoraBuf, PoraBytes};
+pub use encode::{pora_decode_kv, pora_encode_key, pora_encode_kv, pora_fill_empty, pora_mask};
 pub use exports::{
     pora_abi_version, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close, pora_hash,
     pora_mine_slot, pora_open,
@@ -43,6 +48,17 @@ pub const PORA_RANDAO_LEN: usize = 32;
 
 /// Length in bytes of a miner address.
 pub const PORA_ADDRESS_LEN: usize = 20;
+
+/// Length in bytes of one KV of an encodeType-3 shard (a blob, 4096 words of 32 bytes), and so of
+/// its mask: what `pora_mask` writes and `pora_encode_kv` takes.
+pub const PORA_KV_LEN: usize = 131072;
+
+/// Length in bytes of an encode key (`pora_encode_key`'s result, the key of `pora_mask`).
+pub const PORA_ENCODE_KEY_LEN: usize = 32;
+
+/// Length in bytes of the commit `pora_encode_key` takes (es-node's `common.Hash`; only the first
+/// 24 bytes enter the key).
+pub const PORA_COMMIT_LEN: usize = 32;
 
 /// What a call did. Every status but `Ok` comes with a message in the call's `out` buffer.
 #[repr(C)]

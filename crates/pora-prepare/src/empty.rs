@@ -117,6 +117,86 @@ impl EmptyFill {
         })
     }
 
+    /// An empty fill of KVs `kv_range` (global indices, end exclusive) of the existing file
+    /// `path`, whose own header says the shard: what `pora create FILE --fill empty --resume
+    /// --kv-range A..B` does with flags matching that header (the C ABI's `pora_fill_empty`).
+    /// Everything is checked before the file is opened for writing: the header (encodeType 3,
+    /// 128 KiB KVs and chunks), the range (not empty, inside the file's KVs) and the threads. As
+    /// with `--resume`, KVs of the range already holding their mask are skipped (the last few
+    /// re-checked) and KVs holding a blob are never overwritten.
+    pub fn open_existing(path: &Path, kv_range: Range<u64>, threads: usize) -> Result<EmptyFill> {
+        let name = path.display();
+        let mut file =
+            File::open(path).map_err(|e| PrepareError::io(format!("{name}: opening"), e))?;
+        let header = read_header(&mut file, path, "")?;
+        drop(file);
+        let bad = |field: &'static str, offset: u64, why: String| {
+            PrepareError::Format(pora_core::Error::BadHeader {
+                path: path.into(),
+                field,
+                offset,
+                why,
+            })
+        };
+        if header.encode_type != EncodeType::BlobPoseidon {
+            return Err(bad(
+                "encodeType",
+                32,
+                format!(
+                    "{} ({:?}), but an empty fill needs 3 (blob-poseidon)",
+                    header.encode_type as u64, header.encode_type
+                ),
+            ));
+        }
+        if header.max_kv_size != MASK_BYTES as u64 || header.chunk_size != MASK_BYTES as u64 {
+            return Err(bad(
+                "maxKvSize",
+                40,
+                format!(
+                    "KV {} and chunk {} bytes, but an empty fill needs {MASK_BYTES}-byte KVs \
+                     and chunks",
+                    header.max_kv_size, header.chunk_size
+                ),
+            ));
+        }
+        let held = header.chunk_idx_start..header.chunk_idx_start + header.chunk_idx_len;
+        ensure!(
+            kv_range.start < kv_range.end,
+            "{name}: KV range {}..{} is empty (the end is exclusive and must be above the start)",
+            kv_range.start,
+            kv_range.end
+        );
+        ensure!(
+            kv_range.start >= held.start && kv_range.end <= held.end,
+            "{name}: KV range {}..{} is outside the file, which holds KVs {}..{}",
+            kv_range.start,
+            kv_range.end,
+            held.start,
+            held.end
+        );
+        ensure!(threads > 0, "threads 0: need at least one thread");
+        // The spec only names things in messages here: the header comes from the file, and
+        // `open` compares the file's header with it again (it is the same one).
+        let spec = CreateSpec {
+            file: path.into(),
+            shard: header.chunk_idx_start / header.chunk_idx_len.max(1),
+            kv_entries_bits: header.chunk_idx_len.max(1).ilog2(),
+            kv_size_bits: header.kv_size_bits(),
+            chunk_size: Some(header.chunk_size),
+            miner: header.miner,
+            encode_type: EncodeType::BlobPoseidon as u64,
+            fill: crate::create::Fill::Empty,
+            seed: 0,
+            force: false,
+        };
+        let opts = EmptyFillOptions {
+            threads,
+            resume: true,
+            kv_range: Some(kv_range),
+        };
+        EmptyFill::open(&spec, &header, &opts)
+    }
+
     /// How many KVs [`EmptyFill::run`] fills.
     pub fn kvs(&self) -> usize {
         self.todo.len()
@@ -216,15 +296,7 @@ fn open_resume(path: &Path, want: &Header, range: Range<u64>) -> Result<(File, V
         .write(true)
         .open(path)
         .map_err(|e| PrepareError::io(format!("--resume {name}"), e))?;
-    let mut buf = vec![0u8; HEADER_SIZE as usize];
-    file.read_exact(&mut buf)
-        .map_err(|e| PrepareError::io(format!("--resume {name}: reading the header"), e))?;
-    // An interrupted fill has status "incomplete", which the parser rejects on purpose; here it
-    // is expected, so parse a copy marked ready.
-    if buf[STATUS_AT..STATUS_AT + 8] == STATUS_INCOMPLETE.to_be_bytes() {
-        buf[STATUS_AT..STATUS_AT + 8].copy_from_slice(&STATUS_READY.to_be_bytes());
-    }
-    let found = Header::parse(path, &buf)?;
+    let found = read_header(&mut file, path, "--resume ")?;
     check_same_shard(path, want, &found)?;
     let total = allocated_len(want)?;
     let len = file
@@ -254,6 +326,23 @@ fn open_resume(path: &Path, want: &Header, range: Range<u64>) -> Result<(File, V
     stale.extend(todo);
     stale.sort_unstable();
     Ok((file, stale, refilled))
+}
+
+/// The header of `file` (read from offset 0), accepting the "incomplete" status an interrupted
+/// fill leaves; `what` starts the error messages.
+fn read_header(file: &mut File, path: &Path, what: &str) -> Result<Header> {
+    let name = path.display();
+    let mut buf = Vec::with_capacity(HEADER_SIZE as usize);
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| Read::take(&mut *file, HEADER_SIZE).read_to_end(&mut buf))
+        .map_err(|e| PrepareError::io(format!("{what}{name}: reading the header"), e))?;
+    // An interrupted fill has status "incomplete", which the parser rejects on purpose; here it
+    // is expected, so parse a copy marked ready. (A file too short for a header is the
+    // parser's `Truncated`.)
+    if buf.get(STATUS_AT..STATUS_AT + 8) == Some(&STATUS_INCOMPLETE.to_be_bytes()[..]) {
+        buf[STATUS_AT..STATUS_AT + 8].copy_from_slice(&STATUS_READY.to_be_bytes());
+    }
+    Ok(Header::parse(path, &buf)?)
 }
 
 fn check_same_shard(path: &Path, want: &Header, found: &Header) -> Result<()> {

@@ -3,7 +3,7 @@
 //! log2(4096) = 12 stages of butterflies with twiddles from one table of ω^0..ω^2047. It is a few
 //! percent of a mask's cost, so it stays simple.
 
-use crate::arith::{Arith, Portable};
+use crate::arith::{Arith, Kernel, Portable};
 use crate::field::Fr;
 use crate::{reference, WORDS_PER_KV};
 use ark_ff::PrimeField;
@@ -49,13 +49,34 @@ pub fn omega_pow(j: usize) -> Fr {
 }
 
 /// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations. Uses the
-/// fastest multiply this CPU runs.
+/// process's kernel ([`Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
 pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
+    ntt_in_place_kernel(Kernel::selected_or_panic(), values)
+}
+
+/// [`ntt_in_place`] for `kernel`'s CPU: the MULX/ADX multiply for `Adx` and `Ifma` where the CPU
+/// has BMI2/ADX (the butterflies are a few percent of a mask, not worth eight-lane shuffles),
+/// portable otherwise.
+pub fn ntt_in_place_kernel(kernel: Kernel, values: &mut [Fr; WORDS_PER_KV]) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(adx) = crate::adx::Adx::detect() {
-        return ntt_in_place_with(adx, values);
+    if kernel != Kernel::Portable {
+        if let Some(adx) = crate::adx::Adx::detect() {
+            return ntt_adx(adx, values);
+        }
     }
+    let _ = kernel;
     ntt_in_place_with(Portable, values)
+}
+
+/// The NTT compiled with BMI2/ADX around the assembly multiply.
+#[cfg(target_arch = "x86_64")]
+fn ntt_adx(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV]) {
+    #[target_feature(enable = "bmi2,adx")]
+    fn inner(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV]) {
+        ntt_in_place_with(adx, values)
+    }
+    // SAFETY: an `Adx` token exists only when the CPU supports bmi2 and adx.
+    unsafe { inner(adx, values) }
 }
 
 /// [`ntt_in_place`] multiplying with `arith`.

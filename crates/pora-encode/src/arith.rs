@@ -182,20 +182,31 @@ mod tests {
     #[test]
     fn env_values_parse_or_name_the_variable() {
         assert_eq!(Kernel::from_env_value(None).unwrap(), Kernel::best());
-        assert_eq!(Kernel::from_env_value(Some("auto")).unwrap(), Kernel::best());
+        assert_eq!(
+            Kernel::from_env_value(Some("auto")).unwrap(),
+            Kernel::best()
+        );
         assert_eq!(
             Kernel::from_env_value(Some("portable")).unwrap(),
             Kernel::Portable
         );
-        let err = Kernel::from_env_value(Some("avx9")).unwrap_err().to_string();
-        assert!(err.contains("PORA_ENCODE_ARITH") && err.contains("avx9"), "{err}");
+        let err = Kernel::from_env_value(Some("avx9"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PORA_ENCODE_ARITH") && err.contains("avx9"),
+            "{err}"
+        );
         for k in Kernel::ALL {
             match Kernel::from_env_value(Some(k.name())) {
                 Ok(got) => assert!(got == k && k.supported()),
                 Err(e) => {
                     let msg = e.to_string();
                     assert!(!k.supported(), "{k}: {msg}");
-                    assert!(msg.contains("PORA_ENCODE_ARITH") && msg.contains(k.needs()), "{msg}");
+                    assert!(
+                        msg.contains("PORA_ENCODE_ARITH") && msg.contains(k.needs()),
+                        "{msg}"
+                    );
                 }
             }
         }

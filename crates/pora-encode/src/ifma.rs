@@ -141,8 +141,16 @@ impl Ifma {
     pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
         #[target_feature(enable = "avx512f,avx512ifma")]
         fn inner(a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-            let a = [to_ifma(&a[0], None), to_ifma(&a[1], None), to_ifma(&a[2], None)];
-            let b = [to_ifma(&b[0], None), to_ifma(&b[1], None), to_ifma(&b[2], None)];
+            let a = [
+                to_ifma(&a[0], None),
+                to_ifma(&a[1], None),
+                to_ifma(&a[2], None),
+            ];
+            let b = [
+                to_ifma(&b[0], None),
+                to_ifma(&b[1], None),
+                to_ifma(&b[2], None),
+            ];
             from_ifma(dot3(&a, &b, None))
         }
         // SAFETY: as in `mul`.

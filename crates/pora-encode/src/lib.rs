@@ -32,9 +32,7 @@ pub mod reference;
 pub use arith::{Kernel, ARITH_ENV};
 pub use error::{Error, Result};
 pub use key::{encode_key, EncodeKey, COMMIT_LEN};
-pub use mask::{
-    decode, encode, mask, mask_coefficients, mask_with_kernel, mask_word, xor_mask,
-};
+pub use mask::{decode, encode, mask, mask_coefficients, mask_with_kernel, mask_word, xor_mask};
 
 /// 32-byte words in one KV (the NTT size).
 pub const WORDS_PER_KV: usize = 4096;

@@ -6,10 +6,10 @@
 #[cfg(target_arch = "x86_64")]
 use crate::adx::Adx;
 use crate::arith::{Arith, Kernel, Portable};
-#[cfg(target_arch = "x86_64")]
-use crate::ifma::{Ifma, LANES as IFMA_LANES};
 use crate::error::{Error, Result};
 use crate::field::Fr;
+#[cfg(target_arch = "x86_64")]
+use crate::ifma::{Ifma, LANES as IFMA_LANES};
 use crate::ntt::{ntt_in_place_kernel, omega_pow};
 use crate::poseidon::{optimized, permute_lanes};
 use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
@@ -81,16 +81,19 @@ pub fn coefficients_ifma_groups<const G: usize>(
     out: &mut [Fr; WORDS_PER_KV],
 ) {
     let batch_len = G * IFMA_LANES;
-    assert!(PERMUTATIONS_PER_KV % batch_len == 0, "whole batches per KV");
+    assert!(
+        PERMUTATIONS_PER_KV.is_multiple_of(batch_len),
+        "whole batches per KV"
+    );
     let mut a = Fr::from_be_bytes_mod_order(key); // k + i, wrapping mod r
     for chunk in out.chunks_exact_mut(2 * batch_len) {
         // Element-major: batch[g][e][lane] is element e of permutation 8g + lane of the chunk.
         let mut batch = [[[Fr::ZERO; IFMA_LANES]; 3]; G];
-        for group in batch.iter_mut() {
-            for lane in 0..IFMA_LANES {
+        for [_, inputs, next_inputs] in batch.iter_mut() {
+            for (k_plus_i, k_plus_i_plus_1) in inputs.iter_mut().zip(next_inputs.iter_mut()) {
                 let next = a.add_mod(Fr::ONE);
-                group[1][lane] = a;
-                group[2][lane] = next;
+                *k_plus_i = a;
+                *k_plus_i_plus_1 = next;
                 a = next;
             }
         }

@@ -157,7 +157,10 @@ fn full_masks_on_every_kernel() {
     let m = miner(&v["miner"]);
     for k in Kernel::ALL {
         if !k.supported() {
-            eprintln!("SKIP: full_masks_on_every_kernel [{k}]: CPU lacks {}", k.needs());
+            eprintln!(
+                "SKIP: full_masks_on_every_kernel [{k}]: CPU lacks {}",
+                k.needs()
+            );
             continue;
         }
         for case in v["fullMask"].as_array().unwrap() {
@@ -170,7 +173,11 @@ fn full_masks_on_every_kernel() {
             let key = hex32(&case["key"]);
             let j = case["sample"].as_u64().unwrap() as usize;
             let full = mask_with_kernel(k, &key).unwrap();
-            assert_eq!(full[32 * j..32 * j + 32], hex32(&case["word"]), "{k}: word {j}");
+            assert_eq!(
+                full[32 * j..32 * j + 32],
+                hex32(&case["word"]),
+                "{k}: word {j}"
+            );
             if let Some(digest) = case.get("sha256") {
                 assert_eq!(sha256(&full[..]), hex32(digest), "{k}: raw key sha256");
             }
@@ -180,14 +187,22 @@ fn full_masks_on_every_kernel() {
             let j = case["sample"].as_u64().unwrap() as usize;
             let key = encode_key(&[0u8; 24], &m, kv).unwrap();
             let full = mask_with_kernel(k, &key).unwrap();
-            assert_eq!(full[32 * j..32 * j + 32], hex32(&case["word"]), "{k}: kv {kv}");
+            assert_eq!(
+                full[32 * j..32 * j + 32],
+                hex32(&case["word"]),
+                "{k}: kv {kv}"
+            );
         }
         let case = &v["commitKey"];
         let commit = hex(case["commit"].as_str().unwrap());
         let kv = case["kvIdx"].as_u64().unwrap();
         let key = encode_key(&commit, &miner(&case["miner"]), kv).unwrap();
         let full = mask_with_kernel(k, &key).unwrap();
-        assert_eq!(sha256(&full[..]), hex32(&case["maskSha256"]), "{k}: commit key");
+        assert_eq!(
+            sha256(&full[..]),
+            hex32(&case["maskSha256"]),
+            "{k}: commit key"
+        );
     }
 }
 

@@ -24,6 +24,8 @@ pub mod ifma;
 pub mod key;
 pub mod mask;
 pub mod ntt;
+#[cfg(target_arch = "x86_64")]
+pub mod ntt_ifma;
 pub mod poseidon;
 #[cfg(target_arch = "x86_64")]
 pub mod poseidon_ifma;

@@ -502,6 +502,11 @@ const FOUR_R_SPREAD: Limbs52 = {
     ]
 };
 const _: () = assert!(times_small(MODULUS, 4)[4] == 0); // 4r < 2^256
+/// The top limb of any value below `2r` is below `FOUR_R_SPREAD`'s.
+const _: () = {
+    let two_r = times_small(MODULUS, 2);
+    assert!(to_limbs52([two_r[0], two_r[1], two_r[2], two_r[3]])[4] < FOUR_R_SPREAD[4]);
+};
 
 /// The integer 1: the Montgomery product of `a·2^260` with it is `a` itself (canonical after one
 /// conditional subtraction), so the NTT's results need no second conversion.
@@ -562,6 +567,26 @@ pub(crate) fn butterfly(a: &mut Sliced, b: &mut Sliced, w: &Sliced) {
 pub(crate) fn canonical_integers(x: &Sliced) -> [[u64; 4]; LANES] {
     let limbs = store(&mul(&load_sliced(x), &splat(&ONE_INTEGER)));
     std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs52(limbs[lane])).0)
+}
+
+/// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512ifma` (once per test, so a
+/// property test's cases do not repeat it): tests never pass silently on a CPU without IFMA.
+#[cfg(test)]
+pub(crate) fn detect_or_skip(test: &str) -> Option<Ifma> {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SKIPPED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let ifma = Ifma::detect();
+    if ifma.is_none() {
+        let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+        if skipped
+            .get_or_insert_with(HashSet::new)
+            .insert(test.to_string())
+        {
+            eprintln!("SKIP: {test}: CPU lacks avx512ifma");
+        }
+    }
+    ifma
 }
 
 #[cfg(test)]
@@ -736,8 +761,8 @@ mod tests {
 
     #[test]
     fn edge_values_match_portable_and_ark() {
-        let Some(ifma) = Ifma::detect() else {
-            eprintln!("SKIP: ifma::edge_values_match_portable_and_ark: CPU lacks avx512ifma");
+        let Some(ifma) = crate::ifma::detect_or_skip("ifma::edge_values_match_portable_and_ark")
+        else {
             return;
         };
         let e = edges();
@@ -755,8 +780,9 @@ mod tests {
 
     #[test]
     fn raw_extremes_stay_within_the_lazy_bounds() {
-        let Some(ifma) = Ifma::detect() else {
-            eprintln!("SKIP: ifma::raw_extremes_stay_within_the_lazy_bounds: CPU lacks avx512ifma");
+        let Some(ifma) =
+            crate::ifma::detect_or_skip("ifma::raw_extremes_stay_within_the_lazy_bounds")
+        else {
             return;
         };
         // The largest normalised 260-bit value below 84r·... : 84r - 1 times itself.
@@ -793,7 +819,7 @@ mod tests {
             y in prop::array::uniform8(canonical()),
             z in prop::array::uniform8(canonical()),
         ) {
-            if let Some(ifma) = Ifma::detect() {
+            if let Some(ifma) = detect_or_skip("ifma::random_canonical_inputs_match_portable") {
                 check_lanes(ifma, x, y, z);
             }
         }
@@ -808,7 +834,9 @@ mod tests {
             c in prop::array::uniform8(raw_below(1)),
             p in prop::array::uniform8(raw_below(2)),
         ) {
-            let Some(ifma) = Ifma::detect() else { return Ok(()) };
+            let Some(ifma) = detect_or_skip("ifma::raw_lazy_inputs_are_right_and_bounded") else {
+                return Ok(());
+            };
             let k = inv_2_260();
             let prod = ifma.mul_raw(&a, &b);
             let sq = ifma.square_raw(&a);

@@ -113,8 +113,9 @@ mod tests {
 
     #[test]
     fn extreme_inputs_match_the_scalar_ntt() {
-        let Some(ifma) = Ifma::detect() else {
-            eprintln!("SKIP: ntt_ifma::extreme_inputs_match_the_scalar_ntt: CPU lacks avx512ifma");
+        let Some(ifma) =
+            crate::ifma::detect_or_skip("ntt_ifma::extreme_inputs_match_the_scalar_ntt")
+        else {
             return;
         };
         let minus_one = Fr::ZERO.sub_mod(Fr::ONE);
@@ -142,7 +143,9 @@ mod tests {
 
         #[test]
         fn random_inputs_match_the_scalar_ntt(seed in any::<u64>()) {
-            let Some(ifma) = Ifma::detect() else { return Ok(()) };
+            let Some(ifma) = crate::ifma::detect_or_skip("ntt_ifma::random_inputs_match_the_scalar_ntt") else {
+                return Ok(());
+            };
             let mut s = seed | 1;
             let values: [Fr; WORDS_PER_KV] = std::array::from_fn(|_| {
                 let mut limbs = [0u64; 4];

@@ -235,10 +235,9 @@ mod tests {
 
     #[test]
     fn edge_states_match_portable_and_reference() {
-        let Some(ifma) = Ifma::detect() else {
-            eprintln!(
-                "SKIP: poseidon_ifma::edge_states_match_portable_and_reference: CPU lacks avx512ifma"
-            );
+        let Some(ifma) =
+            crate::ifma::detect_or_skip("poseidon_ifma::edge_states_match_portable_and_reference")
+        else {
             return;
         };
         let states = edge_states();
@@ -260,7 +259,9 @@ mod tests {
 
         #[test]
         fn random_states_match_portable(seeds in prop::collection::vec(any::<[[u8; 32]; 3]>(), 2 * LANES)) {
-            let Some(ifma) = Ifma::detect() else { return Ok(()) };
+            let Some(ifma) = crate::ifma::detect_or_skip("poseidon_ifma::random_states_match_portable") else {
+                return Ok(());
+            };
             let states: Vec<[Fr; 3]> = seeds
                 .iter()
                 .map(|s| s.map(|x| Fr::from_be_bytes_mod_order(&x)))

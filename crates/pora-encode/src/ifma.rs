@@ -18,10 +18,11 @@
 //! final subtraction. Additions are folded into the high half of a product's column sums before
 //! the carries ([`Wide::add_high`]), so they cost one vector add per limb and no carry pass. A value
 //! is a valid multiplicand while it is below `2^260 > 84·r` with normalised limbs; the callers
-//! ([`crate::poseidon_ifma`]) state the bound of each value they keep. The column sums stay below
-//! `2^58` (at most 27 product halves, 10 reduction halves and two addends of `< 2^53` per
-//! column), far from overflowing 64 bits. Only [`from_ifma`] makes a value canonical (`< r`), so the
-//! results are bit-identical to the 4×64 paths.
+//! ([`crate::poseidon_ifma`], [`crate::ntt_ifma`]) state the bound of each value they keep. The
+//! column sums stay below `2^58` (at most 27 product halves, 10 reduction halves and two addends
+//! of `< 2^53` per column), far from overflowing 64 bits. Only the conversions out
+//! ([`from_ifma`], [`canonical_integers`]) make a value canonical (`< r`), so the results are
+//! bit-identical to the 4×64 paths.
 //!
 //! **Safety.** Every vector function is `#[target_feature(enable = "avx512f,avx512ifma")]`; safe
 //! code reaches them only through an [`Ifma`] token, which exists only when the CPU has both
@@ -255,7 +256,7 @@ impl Ifma {
 
 /// Eight elements, limb-sliced: `self.0[j]` holds limb `j` of each lane.
 #[derive(Clone, Copy, Debug)]
-pub struct Lanes(pub(crate) [__m512i; LIMBS]);
+pub(crate) struct Lanes(pub(crate) [__m512i; LIMBS]);
 
 /// Ten 64-bit column sums of eight 520-bit products (unnormalised: a column may exceed 52 bits).
 #[derive(Clone, Copy)]

@@ -1,11 +1,15 @@
 //! CPU time per KV of the fast path (portable multiply with 1, 2, 4 interleaved lanes; the
-//! MULX/ADX assembly multiply with 1 and 4 lanes) and the reference path, measured interleaved in
-//! one run with per-thread CPU time (robust to other load on a shared machine), and the
-//! throughput of N threads. Run: `cargo run --release -p pora-encode --example encode-bench`.
+//! MULX/ADX assembly multiply with 1 and 4 lanes; AVX-512 IFMA with 1, 2, 4 groups of eight
+//! lanes) and the reference path, measured interleaved in one run with per-thread CPU time
+//! (robust to other load on a shared machine), and the throughput of N threads. Run:
+//! `cargo run --release -p pora-encode --example encode-bench`.
+//!
+//! `encode-bench kernels [ROUNDS]` prints only the whole mask (permutations + NTT) in ms per KV
+//! per core on each kernel this CPU runs (portable / adx / ifma), side by side, interleaved.
 
 use pora_encode::field::Fr;
 use pora_encode::mask::coefficients_with_lanes;
-use pora_encode::{mask, reference, WORDS_PER_KV};
+use pora_encode::{mask, mask_with_kernel, reference, Kernel, WORDS_PER_KV};
 use std::time::Instant;
 
 #[path = "common/cpu_time.rs"]
@@ -49,13 +53,57 @@ fn coeffs_asm<const L: usize>(n: u64) {
     std::hint::black_box(&out);
 }
 
+/// IFMA with `G` groups of eight lanes (falls back to portable on a CPU without IFMA).
+fn coeffs_ifma<const G: usize>(n: u64) {
+    let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(ifma) = pora_encode::ifma::Ifma::detect() {
+        pora_encode::mask::coefficients_ifma_groups::<G>(ifma, &key(n), &mut out);
+        std::hint::black_box(&out);
+        return;
+    }
+    coefficients_with_lanes::<4>(&key(n), &mut out);
+    std::hint::black_box(&out);
+}
+
+/// Whole masks on every kernel this CPU runs, interleaved round by round: ms per KV per core.
+fn compare_kernels(rounds: usize) {
+    let kernels: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.supported()).collect();
+    let mut results = vec![Vec::new(); kernels.len()];
+    for _ in 0..rounds {
+        for (i, &k) in kernels.iter().enumerate() {
+            results[i].push(ms_per_kv(10, &|n| {
+                std::hint::black_box(mask_with_kernel(k, &key(n)).expect("supported"));
+            }));
+        }
+    }
+    let line: Vec<String> = kernels
+        .iter()
+        .zip(&results)
+        .map(|(k, r)| {
+            let min = r.iter().cloned().fold(f64::INFINITY, f64::min);
+            format!("{k} {min:.2}")
+        })
+        .collect();
+    println!(
+        "ms per KV per core (whole mask, thread CPU time, min of {rounds}): {}",
+        line.join(" | ")
+    );
+    for k in Kernel::ALL.iter().filter(|k| !k.supported()) {
+        println!("  {k}: CPU lacks {}", k.needs());
+    }
+}
+
 fn main() {
-    let pairs: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("kernels") {
+        args.next();
+        compare_kernels(args.next().and_then(|s| s.parse().ok()).unwrap_or(5));
+        return;
+    }
+    let pairs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     println!("CPU ms per KV (thread CPU time), {pairs} interleaved rounds");
-    let variants: [Variant; 8] = [
+    let variants: [Variant; 11] = [
         ("reference mask", 3, &|n| {
             std::hint::black_box(reference::mask(&key(n)));
         }),
@@ -64,6 +112,9 @@ fn main() {
         ("portable coeffs L=4", 20, &coeffs::<4>),
         ("asm coeffs L=1", 20, &coeffs_asm::<1>),
         ("asm coeffs L=4", 20, &coeffs_asm::<4>),
+        ("ifma coeffs G=1 (x8)", 20, &coeffs_ifma::<1>),
+        ("ifma coeffs G=2 (x16)", 20, &coeffs_ifma::<2>),
+        ("ifma coeffs G=4 (x32)", 20, &coeffs_ifma::<4>),
         ("coeffs dispatched", 20, &|n| {
             let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
             pora_encode::mask::coefficients_into(&key(n), &mut out);

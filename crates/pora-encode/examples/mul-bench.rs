@@ -1,7 +1,9 @@
 //! Micro-benchmark of the field operations in thread CPU time: latency (one dependent chain) and
 //! throughput (four independent chains, as the 4-lane Poseidon interleaves them) of multiply,
 //! square and `dot3`, portable Rust vs the MULX/ADX assembly vs ark-ff, measured interleaved
-//! (three rounds). Run: `cargo run --release -p pora-encode --example mul-bench`.
+//! (three rounds); and, on CPUs with AVX-512 IFMA, the eight-lane kernels per element (one and
+//! two chains of eight lanes, lazy IFMA form). Run:
+//! `cargo run --release -p pora-encode --example mul-bench`.
 
 use ark_ff::Field;
 use pora_encode::arith::{Arith, Portable};
@@ -91,6 +93,40 @@ fn print(name: &str, r: [f64; 5]) {
     );
 }
 
+/// IFMA per element: `C` chains of eight lanes, time divided by the elements multiplied.
+#[cfg(target_arch = "x86_64")]
+fn measure_ifma<const C: usize>(ifma: pora_encode::ifma::Ifma) -> [f64; 3] {
+    use pora_encode::ifma::{ChainOp, LANES};
+    let rounds = N / 8;
+    let per_element = |op| {
+        let t = thread_cpu_time();
+        std::hint::black_box(ifma.chain::<C>(op, rounds));
+        (thread_cpu_time() - t).as_nanos() as f64 / (rounds * (C * LANES) as u64) as f64
+    };
+    [
+        per_element(ChainOp::Mul),
+        per_element(ChainOp::Square),
+        per_element(ChainOp::Dot3),
+    ]
+}
+
+#[cfg(target_arch = "x86_64")]
+fn print_ifma() {
+    let Some(ifma) = pora_encode::ifma::Ifma::detect() else {
+        println!("  ifma      (CPU without avx512ifma)");
+        return;
+    };
+    for (name, r) in [
+        ("ifma x8", measure_ifma::<1>(ifma)),
+        ("ifma x16", measure_ifma::<2>(ifma)),
+    ] {
+        println!(
+            "  {name:9} per element: mul {:6.2}  square {:6.2}  dot3 {:6.2}",
+            r[0], r[1], r[2]
+        );
+    }
+}
+
 fn main() {
     #[cfg(target_arch = "x86_64")]
     let adx = pora_encode::adx::Adx::detect();
@@ -103,6 +139,8 @@ fn main() {
             Some(adx) => print("asm", measure(adx)),
             None => println!("  asm       (CPU without BMI2/ADX)"),
         }
+        #[cfg(target_arch = "x86_64")]
+        print_ifma();
         alternatives();
     }
 }

@@ -1,7 +1,7 @@
 //! Typed errors of the encoder: only bad input is possible (the computation itself cannot fail).
 
 /// What went wrong, naming the field at fault.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
     /// A commitment longer than the 24 bytes a meta entry holds.
     #[error("commit: {len} bytes is longer than the {max} bytes an encode key takes")]
@@ -12,6 +12,16 @@ pub enum Error {
     /// A blob whose length is not one KV.
     #[error("blob: {len} bytes, expected exactly {expected} (one KV)")]
     BlobLength { len: usize, expected: usize },
+    /// `PORA_ENCODE_ARITH` names no multiply kernel.
+    #[error("{var}={value:?}: expected one of portable, adx, ifma, auto")]
+    ArithName { var: &'static str, value: String },
+    /// A multiply kernel (named by `PORA_ENCODE_ARITH` or by the caller) this CPU cannot run.
+    #[error("{var}={kernel}: this CPU lacks {needs}")]
+    ArithUnsupported {
+        var: &'static str,
+        kernel: &'static str,
+        needs: &'static str,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -224,6 +224,14 @@ impl Fr {
         }
     }
 
+    /// The element whose Montgomery representation is `limbs`, given `limbs < 2r`: one
+    /// conditional subtraction (for kernels that reduce lazily, e.g. [`crate::ifma`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) fn from_montgomery_below_2r(limbs: [u64; 4]) -> Fr {
+        Fr(reduce_once(limbs))
+    }
+
     /// `x^5`, the Poseidon S-box.
     #[inline(always)]
     pub fn pow5(self) -> Fr {

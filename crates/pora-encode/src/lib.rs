@@ -8,7 +8,9 @@
 //!   ([`field`]), Poseidon with sparse partial rounds derived at start-up from the reference
 //!   constants ([`poseidon`]), several permutations interleaved, and an iterative NTT ([`ntt`]).
 //!   The multiplies go through [`arith::Arith`]: portable Rust everywhere, MULX/ADCX/ADOX
-//!   assembly on x86-64 CPUs that have it (`adx`), chosen once per mask at run time.
+//!   assembly on x86-64 CPUs that have it (`adx`); on CPUs with AVX-512 IFMA the permutations
+//!   run eight lanes per vector instead (`ifma`, `poseidon_ifma`). The [`Kernel`] is chosen once
+//!   per process at run time (the fastest this CPU runs, or `PORA_ENCODE_ARITH`).
 //!
 //! No I/O: callers read and write the bytes.
 
@@ -17,15 +19,22 @@ pub mod adx;
 pub mod arith;
 pub mod error;
 pub mod field;
+#[cfg(target_arch = "x86_64")]
+pub mod ifma;
 pub mod key;
 pub mod mask;
 pub mod ntt;
+#[cfg(target_arch = "x86_64")]
+pub mod ntt_ifma;
 pub mod poseidon;
+#[cfg(target_arch = "x86_64")]
+pub mod poseidon_ifma;
 pub mod reference;
 
+pub use arith::{Kernel, ARITH_ENV};
 pub use error::{Error, Result};
 pub use key::{encode_key, EncodeKey, COMMIT_LEN};
-pub use mask::{decode, encode, mask, mask_coefficients, mask_word, xor_mask};
+pub use mask::{decode, encode, mask, mask_coefficients, mask_with_kernel, mask_word, xor_mask};
 
 /// 32-byte words in one KV (the NTT size).
 pub const WORDS_PER_KV: usize = 4096;

@@ -1,13 +1,16 @@
 //! The fast mask: 2048 interleaved Poseidon permutations give 4096 coefficients, the NTT turns
 //! them into the 4096 mask words; one word alone is a Horner evaluation at ω^j (no NTT).
-//! Encoding and decoding are the same byte-wise XOR with the mask.
+//! Encoding and decoding are the same byte-wise XOR with the mask. The functions without a
+//! kernel argument run on [`Kernel::selected`]; the `_with_kernel` ones on the caller's choice.
 
 #[cfg(target_arch = "x86_64")]
 use crate::adx::Adx;
-use crate::arith::{Arith, Portable};
+use crate::arith::{Arith, Kernel, Portable};
 use crate::error::{Error, Result};
 use crate::field::Fr;
-use crate::ntt::{ntt_in_place, omega_pow};
+#[cfg(target_arch = "x86_64")]
+use crate::ifma::{Ifma, LANES as IFMA_LANES};
+use crate::ntt::{ntt_in_place_kernel, omega_pow};
 use crate::poseidon::{optimized, permute_lanes};
 use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
 
@@ -65,14 +68,79 @@ pub fn coefficients_adx(adx: Adx, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) 
     unsafe { inner(adx, key, out) }
 }
 
-/// The coefficients on the fastest code path this CPU runs (detected once per call).
-pub fn coefficients_into(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(adx) = Adx::detect() {
-        coefficients_adx(adx, key, out);
-        return;
+/// Groups of eight IFMA lanes interleaved (chosen by measurement, docs/encoding.md).
+#[cfg(target_arch = "x86_64")]
+pub const IFMA_GROUPS: usize = 2;
+
+/// The coefficients on AVX-512 IFMA, `8·G` permutations at once. Bit-identical to
+/// [`coefficients_portable`].
+#[cfg(target_arch = "x86_64")]
+pub fn coefficients_ifma_groups<const G: usize>(
+    ifma: Ifma,
+    key: &[u8; 32],
+    out: &mut [Fr; WORDS_PER_KV],
+) {
+    let batch_len = G * IFMA_LANES;
+    assert!(
+        PERMUTATIONS_PER_KV.is_multiple_of(batch_len),
+        "whole batches per KV"
+    );
+    let mut a = Fr::from_be_bytes_mod_order(key); // k + i, wrapping mod r
+    for chunk in out.chunks_exact_mut(2 * batch_len) {
+        // Element-major: batch[g][e][lane] is element e of permutation 8g + lane of the chunk.
+        let mut batch = [[[Fr::ZERO; IFMA_LANES]; 3]; G];
+        for [_, inputs, next_inputs] in batch.iter_mut() {
+            for (k_plus_i, k_plus_i_plus_1) in inputs.iter_mut().zip(next_inputs.iter_mut()) {
+                let next = a.add_mod(Fr::ONE);
+                *k_plus_i = a;
+                *k_plus_i_plus_1 = next;
+                a = next;
+            }
+        }
+        ifma.permute_groups(&mut batch);
+        for (n, pair) in chunk.chunks_exact_mut(2).enumerate() {
+            let group = &batch[n / IFMA_LANES];
+            pair[0] = group[0][n % IFMA_LANES];
+            pair[1] = group[1][n % IFMA_LANES];
+        }
     }
-    coefficients_portable(key, out)
+}
+
+/// [`coefficients_ifma_groups`] with [`IFMA_GROUPS`] groups.
+#[cfg(target_arch = "x86_64")]
+pub fn coefficients_ifma(ifma: Ifma, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_ifma_groups::<IFMA_GROUPS>(ifma, key, out)
+}
+
+/// The coefficients on `kernel`; an error if this CPU cannot run it.
+pub fn coefficients_with_kernel(
+    kernel: Kernel,
+    key: &[u8; 32],
+    out: &mut [Fr; WORDS_PER_KV],
+) -> Result<()> {
+    match kernel {
+        Kernel::Portable => coefficients_portable(key, out),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Adx => {
+            let adx = Adx::detect().ok_or(kernel.unsupported())?;
+            coefficients_adx(adx, key, out)
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Ifma => {
+            let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
+            coefficients_ifma(ifma, key, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => return Err(kernel.unsupported()),
+    }
+    Ok(())
+}
+
+/// The coefficients on the process's kernel ([`Kernel::selected`]; panics if
+/// `PORA_ENCODE_ARITH` is bad).
+pub fn coefficients_into(key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    let kernel = Kernel::selected_or_panic();
+    coefficients_with_kernel(kernel, key, out).expect("the selected kernel runs on this CPU")
 }
 
 /// The 4096 coefficients of the key's polynomial.
@@ -82,21 +150,53 @@ pub fn mask_coefficients(key: &[u8; 32]) -> Box<[Fr; WORDS_PER_KV]> {
     coeffs
 }
 
-/// Writes the key's mask (4096 big-endian words) into `out`.
-pub fn mask_into(key: &[u8; 32], out: &mut [u8; MASK_BYTES]) {
-    let mut values = mask_coefficients(key);
-    ntt_in_place(&mut values);
+/// Writes the key's mask (4096 big-endian words) into `out`, on `kernel`; an error if this CPU
+/// cannot run it.
+pub fn mask_into_with_kernel(
+    kernel: Kernel,
+    key: &[u8; 32],
+    out: &mut [u8; MASK_BYTES],
+) -> Result<()> {
+    let mut values = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    coefficients_with_kernel(kernel, key, &mut values)?;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Ifma {
+        let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
+        ifma.ntt_to_bytes(&mut values, out);
+        return Ok(());
+    }
+    ntt_in_place_kernel(kernel, &mut values);
     for (word, v) in out.chunks_exact_mut(32).zip(values.iter()) {
         word.copy_from_slice(&v.to_be_bytes());
     }
+    Ok(())
 }
 
-/// The key's whole mask: 131072 bytes.
-pub fn mask(key: &[u8; 32]) -> Box<[u8; MASK_BYTES]> {
-    let mut out: Box<[u8; MASK_BYTES]> = vec![0u8; MASK_BYTES]
+/// Writes the key's mask (4096 big-endian words) into `out`, on the process's kernel
+/// ([`Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
+pub fn mask_into(key: &[u8; 32], out: &mut [u8; MASK_BYTES]) {
+    let kernel = Kernel::selected_or_panic();
+    mask_into_with_kernel(kernel, key, out).expect("the selected kernel runs on this CPU")
+}
+
+fn zeroed_mask() -> Box<[u8; MASK_BYTES]> {
+    vec![0u8; MASK_BYTES]
         .into_boxed_slice()
         .try_into()
-        .expect("MASK_BYTES long");
+        .expect("MASK_BYTES long")
+}
+
+/// The key's whole mask on `kernel`; an error if this CPU cannot run it.
+pub fn mask_with_kernel(kernel: Kernel, key: &[u8; 32]) -> Result<Box<[u8; MASK_BYTES]>> {
+    let mut out = zeroed_mask();
+    mask_into_with_kernel(kernel, key, &mut out)?;
+    Ok(out)
+}
+
+/// The key's whole mask: 131072 bytes (on [`Kernel::selected`]; panics if `PORA_ENCODE_ARITH`
+/// is bad).
+pub fn mask(key: &[u8; 32]) -> Box<[u8; MASK_BYTES]> {
+    let mut out = zeroed_mask();
     mask_into(key, &mut out);
     out
 }
@@ -109,7 +209,8 @@ pub fn mask_word(key: &[u8; 32], j: usize) -> Result<[u8; 32]> {
             words: WORDS_PER_KV,
         });
     }
-    let coeffs = mask_coefficients(key);
+    let mut coeffs = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    coefficients_with_kernel(Kernel::selected()?, key, &mut coeffs)?;
     let x = omega_pow(j);
     let value = coeffs
         .iter()
@@ -140,7 +241,8 @@ pub fn encode(blob: &mut [u8], key: &[u8; 32]) -> Result<()> {
             expected: MASK_BYTES,
         });
     }
-    xor_mask(blob, &mask(key))
+    let kernel = Kernel::selected()?;
+    xor_mask(blob, &*mask_with_kernel(kernel, key)?)
 }
 
 /// Decodes stored bytes in place (the same XOR as [`encode`]).

@@ -1,9 +1,10 @@
 //! The 4096-point radix-2 NTT over Fr on the fast field: natural-order coefficients in,
 //! natural-order evaluations `P(ω^j)` out. Iterative Cooley–Tukey: bit-reverse the input, then
 //! log2(4096) = 12 stages of butterflies with twiddles from one table of ω^0..ω^2047. It is a few
-//! percent of a mask's cost, so it stays simple.
+//! percent of a mask's cost on the scalar kernels, so it stays simple; the IFMA kernel runs the
+//! last nine stages on vectors (`crate::ntt_ifma`), where the NTT would otherwise be ~15%.
 
-use crate::arith::{Arith, Portable};
+use crate::arith::{Arith, Kernel, Portable};
 use crate::field::Fr;
 use crate::{reference, WORDS_PER_KV};
 use ark_ff::PrimeField;
@@ -18,7 +19,7 @@ pub fn omega() -> Fr {
 }
 
 /// ω^0 .. ω^(N/2 - 1).
-fn twiddles() -> &'static [Fr] {
+pub(crate) fn twiddles() -> &'static [Fr] {
     static TWIDDLES: OnceLock<Vec<Fr>> = OnceLock::new();
     TWIDDLES.get_or_init(|| {
         let w = omega();
@@ -49,18 +50,57 @@ pub fn omega_pow(j: usize) -> Fr {
 }
 
 /// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations. Uses the
-/// fastest multiply this CPU runs.
+/// process's kernel ([`Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
 pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
+    ntt_in_place_kernel(Kernel::selected_or_panic(), values)
+}
+
+/// [`ntt_in_place`] for `kernel`'s CPU, in place on 4×64 elements: the MULX/ADX multiply for
+/// `Adx` and `Ifma` where the CPU has BMI2/ADX, portable otherwise. (The IFMA mask itself goes
+/// through `Ifma::ntt_to_bytes`, which runs nine of the twelve stages on vectors.)
+pub fn ntt_in_place_kernel(kernel: Kernel, values: &mut [Fr; WORDS_PER_KV]) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(adx) = crate::adx::Adx::detect() {
-        return ntt_in_place_with(adx, values);
+    if kernel != Kernel::Portable {
+        if let Some(adx) = crate::adx::Adx::detect() {
+            return ntt_adx(adx, values);
+        }
     }
+    let _ = kernel;
     ntt_in_place_with(Portable, values)
+}
+
+/// The NTT compiled with BMI2/ADX around the assembly multiply.
+#[cfg(target_arch = "x86_64")]
+fn ntt_adx(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV]) {
+    bit_reverse(values);
+    stages_adx(adx, values, 1, WORDS_PER_KV);
+}
+
+/// [`stages_with`] on the assembly multiply, compiled with BMI2/ADX.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn stages_adx(
+    adx: crate::adx::Adx,
+    values: &mut [Fr; WORDS_PER_KV],
+    first_half: usize,
+    end_half: usize,
+) {
+    #[target_feature(enable = "bmi2,adx")]
+    fn inner(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV], first: usize, end: usize) {
+        stages_with(adx, values, first, end)
+    }
+    // SAFETY: an `Adx` token exists only when the CPU supports bmi2 and adx.
+    unsafe { inner(adx, values, first_half, end_half) }
 }
 
 /// [`ntt_in_place`] multiplying with `arith`.
 #[inline(always)]
 pub fn ntt_in_place_with<A: Arith>(arith: A, values: &mut [Fr; WORDS_PER_KV]) {
+    bit_reverse(values);
+    stages_with(arith, values, 1, WORDS_PER_KV);
+}
+
+/// The bit-reversal permutation that starts the iterative NTT.
+pub(crate) fn bit_reverse(values: &mut [Fr; WORDS_PER_KV]) {
     for i in 0..WORDS_PER_KV {
         let j = (i as u32).reverse_bits() >> (32 - LOG_N);
         let j = j as usize;
@@ -68,9 +108,20 @@ pub fn ntt_in_place_with<A: Arith>(arith: A, values: &mut [Fr; WORDS_PER_KV]) {
             values.swap(i, j);
         }
     }
+}
+
+/// The butterfly stages whose half-block length runs from `first_half` up to (not including)
+/// `end_half` (powers of two; the whole NTT is 1..4096).
+#[inline(always)]
+pub(crate) fn stages_with<A: Arith>(
+    arith: A,
+    values: &mut [Fr; WORDS_PER_KV],
+    first_half: usize,
+    end_half: usize,
+) {
     let tw = twiddles();
-    let mut half = 1;
-    while half < WORDS_PER_KV {
+    let mut half = first_half;
+    while half < end_half {
         let step = WORDS_PER_KV / (2 * half);
         for block in values.chunks_exact_mut(2 * half) {
             let (lo, hi) = block.split_at_mut(half);

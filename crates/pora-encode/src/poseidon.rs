@@ -21,16 +21,16 @@ use ark_ff::{AdditiveGroup, Field, PrimeField};
 use std::sync::OnceLock;
 
 /// Full rounds before (and after) the partial rounds.
-const HALF_FULL: usize = 4;
+pub(crate) const HALF_FULL: usize = 4;
 /// Partial rounds.
-const PARTIAL: usize = 57;
+pub(crate) const PARTIAL: usize = 57;
 
 /// One partial round's sparse matrix `[[m00, v̂ᵀ], [w, I]]`.
 #[derive(Clone, Copy, Debug)]
-struct Sparse {
-    m00: Fr,
-    v_hat: [Fr; 2],
-    w: [Fr; 2],
+pub(crate) struct Sparse {
+    pub(crate) m00: Fr,
+    pub(crate) v_hat: [Fr; 2],
+    pub(crate) w: [Fr; 2],
 }
 
 /// The optimised constants.
@@ -38,14 +38,14 @@ struct Sparse {
 pub struct Optimized {
     /// Round constants of the 8 full rounds (first 4, then last 4 with the partial rounds'
     /// moved constants folded into the first of them).
-    full_constants: [[Fr; 3]; 2 * HALF_FULL],
+    pub(crate) full_constants: [[Fr; 3]; 2 * HALF_FULL],
     /// The MDS matrix, used by every full round except the last one before the partial rounds.
-    mds: [[Fr; 3]; 3],
+    pub(crate) mds: [[Fr; 3]; 3],
     /// `M'_first · MDS`, the matrix of the last full round before the partial rounds.
-    pre_partial_mds: [[Fr; 3]; 3],
+    pub(crate) pre_partial_mds: [[Fr; 3]; 3],
     /// The single constant each partial round adds to element 0.
-    partial_constants: [Fr; PARTIAL],
-    sparse: [Sparse; PARTIAL],
+    pub(crate) partial_constants: [Fr; PARTIAL],
+    pub(crate) sparse: [Sparse; PARTIAL],
 }
 
 fn to_fast(x: &ArkFr) -> Fr {
@@ -211,12 +211,24 @@ pub fn permute_with<A: Arith>(arith: A, state: [Fr; 3]) -> [Fr; 3] {
     lanes[0]
 }
 
-/// One permutation (convenience; the mask code uses [`permute_lanes`]), on the fastest multiply
-/// this CPU runs.
+/// One permutation (convenience; the mask code uses [`permute_lanes`]), on the process's kernel
+/// ([`crate::arith::Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
 pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(adx) = crate::adx::Adx::detect() {
-        return permute_with(adx, state);
+    use crate::arith::Kernel;
+    match Kernel::selected_or_panic() {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Adx => {
+            if let Some(adx) = crate::adx::Adx::detect() {
+                return permute_with(adx, state);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Ifma => {
+            if let Some(ifma) = crate::ifma::Ifma::detect() {
+                return ifma.permute(state);
+            }
+        }
+        _ => {}
     }
     permute_with(Portable, state)
 }

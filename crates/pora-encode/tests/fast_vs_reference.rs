@@ -1,7 +1,8 @@
 //! Property tests: the fast path equals the reference path for random keys (most random 256-bit
 //! keys are >= r, so the reduction is exercised) and for keys just below r, where k+i+1 wraps
 //! past r inside the KV; random permutation states agree on every multiply implementation (the
-//! portable one and, where the CPU has BMI2/ADX, the assembly); decode(encode(x)) == x.
+//! portable one and, where the CPU has them, the BMI2/ADX assembly and the AVX-512 IFMA lanes);
+//! decode(encode(x)) == x.
 
 use pora_encode::field::{Fr, MODULUS};
 use pora_encode::{decode, encode, mask, mask_word, poseidon, reference, MASK_BYTES};
@@ -80,6 +81,11 @@ proptest! {
             let fast = poseidon::permute_with(adx, state).map(|x| x.to_be_bytes());
             prop_assert_eq!(fast, slow);
         }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = pora_encode::ifma::Ifma::detect() {
+            let lanes = ifma.permute(state).map(|x| x.to_be_bytes());
+            prop_assert_eq!(lanes, slow);
+        }
     }
 
     /// Inputs given as 256-bit integers near 2^254 and 2^256 (reduced on the way in), through
@@ -101,6 +107,18 @@ proptest! {
             prop_assert_eq!(adx.mul(a, b), Portable.mul(a, b));
             prop_assert_eq!(adx.square(a), Portable.square(a));
             prop_assert_eq!(adx.dot3([a, b, a], [a, a, b]), dot);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ifma) = pora_encode::ifma::Ifma::detect() {
+            let (xs, ys) = ([a, b, a, b, a, a, b, b], [b, b, a, a, b, a, b, a]);
+            let prod = ifma.mul(&xs, &ys);
+            let sq = ifma.square(&xs);
+            let dots = ifma.dot3(&[xs, ys, xs], &[xs, xs, ys]);
+            for i in 0..8 {
+                prop_assert_eq!(prod[i], Portable.mul(xs[i], ys[i]));
+                prop_assert_eq!(sq[i], Portable.square(xs[i]));
+                prop_assert_eq!(dots[i], Portable.dot3([xs[i], ys[i], xs[i]], [xs[i], xs[i], ys[i]]));
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! Bit-exactness against every vector in shared/vectors/esnode-encode.json (copied into
 //! testdata/): the permutation of [0,1,2], raw-key words and digests, full-mask digests, real
 //! es-node samples from empty-filled KVs, and an encode key with a non-zero commit. Both the
-//! fast and the reference path are checked.
+//! fast and the reference path are checked, and the fast path on every kernel this CPU runs.
 
 use ark_ff::PrimeField;
 use pora_encode::{encode_key, field::Fr, mask, mask_word, poseidon, reference};
@@ -147,6 +147,63 @@ fn key_with_commit() {
     let key = encode_key(&commit, &miner(&case["miner"]), kv).unwrap();
     assert_eq!(key, hex32(&case["encodeKey"]));
     assert_eq!(sha256(&mask(&key)[..]), hex32(&case["maskSha256"]));
+}
+
+/// The full-mask digests through every kernel this CPU runs (SKIP lines name the others).
+#[test]
+fn full_masks_on_every_kernel() {
+    use pora_encode::{mask_with_kernel, Kernel};
+    let v = vectors();
+    let m = miner(&v["miner"]);
+    for k in Kernel::ALL {
+        if !k.supported() {
+            eprintln!(
+                "SKIP: full_masks_on_every_kernel [{k}]: CPU lacks {}",
+                k.needs()
+            );
+            continue;
+        }
+        for case in v["fullMask"].as_array().unwrap() {
+            let kv = case["kvIdx"].as_u64().unwrap();
+            let key = encode_key(&[], &m, kv).unwrap();
+            let full = mask_with_kernel(k, &key).unwrap();
+            assert_eq!(sha256(&full[..]), hex32(&case["sha256"]), "{k}: kv {kv}");
+        }
+        for case in v["rawKeys"].as_array().unwrap() {
+            let key = hex32(&case["key"]);
+            let j = case["sample"].as_u64().unwrap() as usize;
+            let full = mask_with_kernel(k, &key).unwrap();
+            assert_eq!(
+                full[32 * j..32 * j + 32],
+                hex32(&case["word"]),
+                "{k}: word {j}"
+            );
+            if let Some(digest) = case.get("sha256") {
+                assert_eq!(sha256(&full[..]), hex32(digest), "{k}: raw key sha256");
+            }
+        }
+        for case in v["samples"].as_array().unwrap() {
+            let kv = case["kvIdx"].as_u64().unwrap();
+            let j = case["sample"].as_u64().unwrap() as usize;
+            let key = encode_key(&[0u8; 24], &m, kv).unwrap();
+            let full = mask_with_kernel(k, &key).unwrap();
+            assert_eq!(
+                full[32 * j..32 * j + 32],
+                hex32(&case["word"]),
+                "{k}: kv {kv}"
+            );
+        }
+        let case = &v["commitKey"];
+        let commit = hex(case["commit"].as_str().unwrap());
+        let kv = case["kvIdx"].as_u64().unwrap();
+        let key = encode_key(&commit, &miner(&case["miner"]), kv).unwrap();
+        let full = mask_with_kernel(k, &key).unwrap();
+        assert_eq!(
+            sha256(&full[..]),
+            hex32(&case["maskSha256"]),
+            "{k}: commit key"
+        );
+    }
 }
 
 #[test]

@@ -55,6 +55,14 @@ unsafe fn output<'a>(
     Ok(std::slice::from_raw_parts_mut(ptr, len))
 }
 
+/// The encoder's kernel (`PORA_ENCODE_ARITH`), checked before the infallible `mask` calls so a
+/// bad value is INVALID_ARGUMENT naming the variable, not a caught panic.
+fn encode_kernel() -> Result<(), Failure> {
+    pora_encode::Kernel::selected()
+        .map(|_| ())
+        .map_err(|e| Failure::invalid(e.to_string()))
+}
+
 /// `mask_into` wants the array type; `output` already checked the length.
 fn as_kv(bytes: &mut [u8]) -> &mut [u8; MASK_BYTES] {
     bytes.try_into().expect("length checked to be one KV")
@@ -110,6 +118,7 @@ pub unsafe extern "C" fn pora_mask(
         fault_point();
         let key: EncodeKey = fixed(&key, "key")?;
         let dst = output(mask, mask_len, "mask", PORA_KV_LEN)?;
+        encode_kernel()?;
         pora_encode::mask::mask_into(&key, as_kv(dst));
         Ok(Vec::new())
     })
@@ -173,6 +182,7 @@ pub unsafe extern "C" fn pora_decode_kv(
             pora_encode::decode(data, &key).map_err(|e| Failure::invalid(e.to_string()))?;
         } else {
             // es-node's UnmaskDataInPlace: the mask's prefix, XORed byte by byte.
+            encode_kernel()?;
             let mask = pora_encode::mask(&key);
             data.iter_mut().zip(mask.iter()).for_each(|(d, m)| *d ^= m);
         }

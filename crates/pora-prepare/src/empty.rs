@@ -92,6 +92,9 @@ impl EmptyFill {
     /// Checks the request and opens the file: created (or, with `force`, truncated) at its full
     /// size, or with `resume` the existing file, whose header must be the one requested.
     pub fn open(spec: &CreateSpec, header: &Header, opts: &EmptyFillOptions) -> Result<EmptyFill> {
+        // A bad PORA_ENCODE_ARITH is an error before any byte is written, not a panic in a
+        // worker's `mask_into`.
+        pora_encode::Kernel::selected()?;
         check_geometry(spec, header)?;
         let range = kv_range(spec, opts, header)?;
         ensure!(

@@ -71,6 +71,8 @@ pub fn mask_record(
     key: &EncodeKey,
     sample: Option<u16>,
 ) -> Result<(MaskRecord, Box<[u8; MASK_BYTES]>)> {
+    // A bad PORA_ENCODE_ARITH is an error here, not a panic in `mask`.
+    pora_encode::Kernel::selected()?;
     if let Some(j) = sample.filter(|&j| j as usize >= WORDS_PER_KV) {
         return Err(pora_encode::Error::WordIndex {
             index: j as usize,

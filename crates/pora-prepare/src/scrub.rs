@@ -122,6 +122,8 @@ pub fn check(
     progress: OnProgress,
 ) -> Result<Vec<Mismatch>> {
     ensure!(threads > 0, "--threads 0: need at least one thread");
+    // A bad PORA_ENCODE_ARITH is an error here, not a panic in a worker's `mask`.
+    pora_encode::Kernel::selected()?;
     let next = AtomicUsize::new(0);
     let found = Mutex::new(Vec::new());
     std::thread::scope(|s| -> Result<()> {

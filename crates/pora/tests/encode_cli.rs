@@ -431,3 +431,40 @@ fn bad_input_names_the_flag_or_field() {
         &["encodeType"],
     );
 }
+
+/// A bad `PORA_ENCODE_ARITH` (or a kernel this CPU lacks) is a clean error naming the variable
+/// for every command that encodes, never a panic, and the fill writes nothing.
+#[test]
+fn a_bad_encode_kernel_is_an_error_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shard.dat");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pora"))
+            .args(args)
+            .env("PORA_ENCODE_ARITH", "bogus")
+            .output()
+            .expect("run pora")
+    };
+    let key = format!("0x{}", "11".repeat(32));
+    fails_with(
+        &run(&["mask", "--key", &key]),
+        &["PORA_ENCODE_ARITH", "bogus"],
+    );
+    let out = run(&[
+        "create",
+        file.to_str().unwrap(),
+        "--shard",
+        "0",
+        "--kv-entries-bits",
+        "2",
+        "--miner",
+        "0x5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c",
+        "--encode-type",
+        "3",
+        "--fill",
+        "empty",
+        "--quiet",
+    ]);
+    fails_with(&out, &["PORA_ENCODE_ARITH"]);
+    assert!(!file.exists(), "a refused fill created {}", file.display());
+}

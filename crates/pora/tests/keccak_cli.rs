@@ -135,9 +135,7 @@ fn mine_finds_the_same_nonces_with_every_keccak_kernel() {
             None => reference = Some(found),
             Some(scalar) => assert_eq!(&found, scalar, "{kernel} found other nonces than scalar"),
         }
-        println!(
-            "{kernel}: {} nonces found, same as scalar",
-            reference.as_ref().unwrap().len()
-        );
+        let found = reference.as_ref().map_or(0, Vec::len);
+        println!("{KECCAK_KERNEL_ENV}={keccak:?} ran {kernel}: {found} nonces found, as scalar");
     }
 }

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Windows CI leg (called by .ci/run): cross-builds pora for x86_64-pc-windows-gnu and runs the
-# Windows I/O tests and CLI tests under Wine through cargo's target runner, links the C ABI example
-# (bindings/c) against the cross-built libpora_ffi.a and runs it under Wine, then compile-checks
-# the macOS targets. Wine checks correctness only; its timings say nothing about Windows speed.
+# Windows CI leg (called by .ci/run): cross-builds pora for x86_64-pc-windows-gnu and runs under
+# Wine, through cargo's target runner: pora-core's tests (the vector Keccak kernels against the
+# scalar one: on a host with AVX2 they must have run, not been skipped), the Windows I/O tests and
+# the CLI tests (`pora.exe --version` must name a SIMD kernel on such a host; a cached-shard slot
+# finds the same nonces with every kernel). Then the C ABI: the C example (bindings/c) and the Go
+# package's tests (bindings/go, cross-compiled with cgo and mingw, `-test.v` so .ci/run counts
+# their `--- PASS:` lines) and porago.exe, all linked against the cross-built libpora_ffi.a and run
+# under Wine. Last, compile-checks the macOS targets. Wine checks correctness only; its timings
+# say nothing about Windows speed (bench/wine-keccak.sh measures the kernels, in a quiet window).
 #
 # Fails loudly (non-zero exit, "windows.sh: FAIL: ..." on stderr) when a package or target
 # cannot be installed or any step fails; it never passes by skipping a step.
@@ -47,31 +52,9 @@ for t in "$WIN_TARGET" "${MAC_TARGETS[@]}"; do
     rustup target list --installed | grep -qx "$t" || fail "Rust target $t is not installed"
 done
 
-# --- Wine prefix (throwaway, under the target dir; no display needed) ---
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-mkdir -p "$TARGET_DIR"
-TARGET_DIR="$(cd "$TARGET_DIR" && pwd)"
-export WINEPREFIX="$TARGET_DIR/wine-prefix"
-export WINEDEBUG=-all
-export WINEDLLOVERRIDES="mscoree,mshtml=" # no Mono/Gecko install prompts
-unset DISPLAY WAYLAND_DISPLAY
-if [ ! -f "$WINEPREFIX/system.reg" ]; then
-    step "creating Wine prefix $WINEPREFIX"
-    wineboot -i >"$TARGET_DIR/wineboot.log" 2>&1 || { cat "$TARGET_DIR/wineboot.log" >&2; fail "wineboot -i failed"; }
-    wineserver -w || true
-fi
-[ -d "$WINEPREFIX/drive_c/windows/system32" ] || fail "Wine prefix has no system32: $WINEPREFIX"
-
-# --- bcryptprimitives.dll stand-in: Wine 8 lacks it, and Rust's std imports ProcessPrng from it
-#     (without it every Rust program exits with status 53 and prints nothing) ---
-DLL_SRC="$ROOT/tools/wine-bcryptprimitives"
-DLL_OUT="$TARGET_DIR/wine-bcryptprimitives/bcryptprimitives.dll"
-mkdir -p "$(dirname "$DLL_OUT")"
-step "building $DLL_OUT"
-x86_64-w64-mingw32-gcc -shared -O2 -Wall -Wextra -Werror -o "$DLL_OUT" \
-    "$DLL_SRC/bcryptprimitives.c" "$DLL_SRC/bcryptprimitives.def" -ladvapi32 \
-    || fail "building the ProcessPrng stand-in DLL failed"
-cp "$DLL_OUT" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+# --- Wine prefix and the bcryptprimitives.dll stand-in (shared with bench/wine-keccak.sh) ---
+# shellcheck source=.ci/wine-prefix.sh
+source "$ROOT/.ci/wine-prefix.sh"
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
@@ -84,20 +67,56 @@ version="$(wine "$TARGET_DIR/$WIN_TARGET/debug/pora.exe" --version 2>/dev/null)"
 [[ "$version" == pora* ]] || fail "pora.exe --version printed '$version' under Wine"
 echo "pora.exe under $(wine --version 2>/dev/null): $version" >&2
 
+# The vector Keccak kernels are in every x86_64 build and chosen by CPUID at run time: on a host
+# whose CPU has AVX2 (Wine runs the instructions natively), pora.exe must use one.
+host_has() { grep -qw "$1" /proc/cpuinfo; }
+kernel="$(sed -n 's/^keccak: \([^ ]*\).*/\1/p' <<<"$version")"
+[ -n "$kernel" ] || fail "pora.exe --version names no Keccak kernel: $version"
+if host_has avx512f; then
+    [ "$kernel" = x8-avx512 ] || fail "the CPU has AVX-512F but pora.exe under Wine hashes with $kernel"
+elif host_has avx2; then
+    [ "$kernel" = x4-avx2 ] || fail "the CPU has AVX2 but pora.exe under Wine hashes with $kernel"
+else
+    echo "windows.sh: SKIP SIMD kernel check: the CPU has no AVX2 (pora.exe uses $kernel)" >&2
+fi
+
 # pora's other integration tests may use Unix-only APIs; the Windows CLI tests are windows_cli.
 step "clippy for $WIN_TARGET (Windows code is not compiled on Linux)"
 cargo clippy --no-deps --target "$WIN_TARGET" -p pora-io --all-targets -- -D warnings \
     || fail "clippy found problems in pora-io's Windows build"
 cargo clippy --no-deps --target "$WIN_TARGET" -p pora-measure --all-targets -- -D warnings \
     || fail "clippy found problems in pora-measure's Windows build (doctor's Windows findings)"
-cargo clippy --no-deps --target "$WIN_TARGET" -p pora --bins --test windows_cli -- -D warnings \
-    || fail "clippy found problems in pora's Windows build"
+cargo clippy --no-deps --target "$WIN_TARGET" -p pora --bins --test windows_cli --test version_cli \
+    --test keccak_cli -- -D warnings || fail "clippy found problems in pora's Windows build"
+cargo clippy --no-deps --target "$WIN_TARGET" -p pora-core --all-targets -- -D warnings \
+    || fail "clippy found problems in pora-core's Windows build (the vector Keccak kernels)"
+
+step "cargo test --target $WIN_TARGET -p pora-core (format, sampling, every Keccak kernel vs scalar, under Wine)"
+core_log="$TARGET_DIR/windows-pora-core-tests.log"
+# --nocapture: the kernel tests print `RUN: <test>: <kernel>` for each kernel they check.
+cargo test --target "$WIN_TARGET" -p pora-core -- --nocapture 2>&1 | tee "$core_log" \
+    || fail "pora-core tests failed under Wine"
+simd=()
+host_has avx2 && simd+=(x4-avx2)
+host_has avx512f && simd+=(x8-avx512)
+for k in "${simd[@]}"; do
+    for t in every_kernel_hashes_every_single_block_length every_kernel_handles_every_batch_size_up_to_20 \
+        every_kernel_matches_hash0_and_hash_step; do
+        grep -qx "RUN: $t: $k" "$core_log" \
+            || fail "the CPU has ${k#*-} but pora-core's $t did not run the $k kernel under Wine"
+    done
+done
+((${#simd[@]})) || echo "windows.sh: SKIP vector kernel tests: the CPU has no AVX2" >&2
 
 step "cargo test --target $WIN_TARGET -p pora-io (unit, conformance and Windows method tests, under Wine)"
 cargo test --target "$WIN_TARGET" -p pora-io || fail "pora-io tests failed under Wine"
 
 step "cargo test --target $WIN_TARGET -p pora --test windows_cli (pora hash vectors, pora mine per method)"
 cargo test --target "$WIN_TARGET" -p pora --test windows_cli -- --nocapture || fail "pora CLI tests failed under Wine"
+
+step "cargo test --target $WIN_TARGET -p pora --test version_cli --test keccak_cli (--version; a cached-shard slot per kernel)"
+cargo test --target "$WIN_TARGET" -p pora --test version_cli --test keccak_cli -- --nocapture \
+    || fail "pora --version / per-kernel mining tests failed under Wine"
 
 # --- the C ABI: libpora_ffi cross-built as a static library, the C example linked with mingw and
 #     run under Wine (es-node ships a Windows build that links this library) ---
@@ -113,6 +132,57 @@ make -s -C "$ROOT/bindings/c" CC=x86_64-w64-mingw32-gcc EXE=pora_example.exe \
     || fail "linking the C example against the Windows libpora_ffi.a failed"
 (cd "$ROOT/bindings/c" && wine ./pora_example.exe) || fail "the C example failed under Wine"
 make -s -C "$ROOT/bindings/c" clean
+
+# --- the Go package for windows/amd64: its tests cross-compiled with cgo and mingw against the
+#     Windows libpora_ffi.a, run under Wine with -test.v (.ci/run counts the `--- PASS:` lines) ---
+command -v go >/dev/null || fail "go not found (.ci/run installs it)"
+export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+export GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}"
+# The tests mine on the simulated disk and compare with `pora.exe mine --method sim`, so the
+# library and pora.exe are built with the `sim` feature, in release because the package's cgo
+# directive links target/x86_64-pc-windows-gnu/release/libpora_ffi.a; without LTO and debug info,
+# as .ci/bindings.sh does on Linux, to keep the leg within its time.
+step "cargo build --release --target $WIN_TARGET -p pora-ffi -p pora --features sim (for the Go tests)"
+CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo build --release --target "$WIN_TARGET" -p pora-ffi -p pora --features sim \
+    || fail "release cross-build of pora-ffi / pora with the sim feature failed"
+GO_WIN=(env GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc)
+GO_OUT="$TARGET_DIR/go-windows"
+mkdir -p "$GO_OUT"
+step "Go package for windows/amd64: gofmt, go vet, test binaries and porago.exe"
+(
+    cd "$ROOT/bindings/go"
+    unformatted="$(gofmt -l .)"
+    [ -z "$unformatted" ] || fail "gofmt would reformat: $unformatted"
+    "${GO_WIN[@]}" go vet ./... || fail "go vet (GOOS=windows) found problems"
+    "${GO_WIN[@]}" go vet -tags wine . || fail "go vet (GOOS=windows, -tags wine) found problems"
+    # -tags wine: wine_windows_test.go lets t.TempDir's cleanup work under Wine 8 (see there);
+    # it reaches a switch inside Go's std, which the linker allows only with -checklinkname=0.
+    "${GO_WIN[@]}" go test -c -tags wine -ldflags=-checklinkname=0 -o "$GO_OUT/pora_test.exe" . \
+        || fail "cross-compiling the Go tests failed"
+    "${GO_WIN[@]}" go test -c -o "$GO_OUT/keccak_test.exe" ./internal/keccak \
+        || fail "cross-compiling the Go Keccak tests failed"
+    "${GO_WIN[@]}" go build -o "$GO_OUT/porago.exe" ./cmd/porago || fail "cross-building porago.exe failed"
+) || exit 1
+# The tests compare with the Windows pora.exe (and porago.exe), found through these variables.
+PORA_BINARY="$(winepath -w "$TARGET_DIR/$WIN_TARGET/release/pora.exe")" || fail "winepath failed"
+PORAGO_BINARY="$(winepath -w "$GO_OUT/porago.exe")" || fail "winepath failed"
+export PORA_BINARY PORAGO_BINARY
+# TestPoragoEqualsPora builds porago with `go build`, and no Go toolchain runs under Wine; the
+# Windows-only TestPoragoExeEqualsPoraExe runs the cross-built porago.exe instead. Every other
+# test runs: the list comes from the binary itself, so tests added later run too.
+go_tests="$(cd "$ROOT/bindings/go" && wine "$GO_OUT/pora_test.exe" -test.list '^Test' | tr -d '\r')" \
+    || fail "listing the Go tests under Wine failed"
+go_run="$(grep -vx 'TestPoragoEqualsPora' <<<"$go_tests" | paste -sd'|')"
+[ -n "$go_run" ] || fail "the Go test binary lists no tests"
+echo "windows.sh: SKIP TestPoragoEqualsPora under Wine: it runs the go toolchain, which Wine has not;" \
+    "TestPoragoExeEqualsPoraExe compares porago.exe with pora.exe instead" >&2
+step "Go tests under Wine ($(wc -w <<<"${go_run//|/ }") tests)"
+(cd "$ROOT/bindings/go" && wine "$GO_OUT/pora_test.exe" -test.v -test.count=1 -test.timeout=20m \
+    -test.run "^($go_run)\$") | tr -d '\r' || fail "the Go package's tests failed under Wine"
+(cd "$ROOT/bindings/go/internal/keccak" && wine "$GO_OUT/keccak_test.exe" -test.v -test.count=1) \
+    | tr -d '\r' || fail "the Go Keccak tests failed under Wine"
+# -race and cgocheck2 runs stay in the Linux bindings leg (.ci/bindings.sh).
 
 for t in "${MAC_TARGETS[@]}"; do
     step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"

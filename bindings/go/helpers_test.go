@@ -150,8 +150,12 @@ func buildVectorShard(t testing.TB, dir string, v vector) string {
 	return path
 }
 
-// poraBinary is target/release/pora or target/debug/pora, or "" when neither is built.
+// poraBinary is $PORA_BINARY when set (the Windows leg names pora.exe, which is not at these
+// paths), else target/release/pora or target/debug/pora, or "" when neither is built.
 func poraBinary(t testing.TB) string {
+	if bin := os.Getenv("PORA_BINARY"); bin != "" {
+		return bin
+	}
 	for _, p := range []string{"target/release/pora", "target/debug/pora"} {
 		full := filepath.Join(repoRoot(t), p)
 		if _, err := os.Stat(full); err == nil {

@@ -8,17 +8,19 @@
 //!
 //! Many such messages at once go through [`keccak256_padded_blocks`] (module `batch`), which
 //! runs 8 or 4 permutations side by side with AVX-512F or AVX2 where the CPU has them. The
-//! vector kernels are built for Linux x86_64 only, where CI runs their tests; Windows and macOS
-//! builds, like other CPUs, use the scalar function (issue 13).
+//! vector kernels are `core::arch` intrinsics with no OS in them, so every x86_64 build (Linux,
+//! Windows, macOS) has them, chosen at run time by CPUID; other CPUs use the scalar function.
+//! What is Linux-only is the scalar function's assembly (keccak-asm's build assembles
+//! cryptogams perlasm, known to build there): elsewhere the scalar function is `keccak::f1600`.
 
 // Only the vector kernels expand the shared round function; its tests run everywhere.
-#[cfg(any(all(target_os = "linux", target_arch = "x86_64"), test))]
+#[cfg(any(target_arch = "x86_64", test))]
 #[macro_use]
 mod rounds;
 mod batch;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(target_arch = "x86_64")]
 mod x4_avx2;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(target_arch = "x86_64")]
 mod x8_avx512;
 
 pub use batch::{

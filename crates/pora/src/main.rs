@@ -15,7 +15,9 @@ mod scrub;
 mod serve;
 mod signals;
 mod tune;
+mod version;
 
+use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -55,9 +57,20 @@ enum Command {
 
 fn main() -> ExitCode {
     pora_io::restore_default_sigpipe();
-    let matches = Cli::command().get_matches();
+    // clap prints only its version string; `--version` (and `-V`, on every subcommand too) gets
+    // the build's kernel and I/O facts instead, computed only when asked (the io_uring probe
+    // creates a ring).
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) if e.kind() == ErrorKind::DisplayVersion => return print_version(),
+        Err(e) => e.exit(),
+    };
     let name = matches.subcommand_name().unwrap_or_default().to_string();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Err(e) = version::check_keccak_env() {
+        eprintln!("pora {name}: error: {e}");
+        return ExitCode::FAILURE;
+    }
     let done = |()| ExitCode::SUCCESS;
     let result = match cli.command {
         Command::Create(a) => create::run_command(a).map(done),
@@ -76,6 +89,19 @@ fn main() -> ExitCode {
         eprintln!("pora {name}: error: {}", error_chain(&e));
         ExitCode::FAILURE
     })
+}
+
+fn print_version() -> ExitCode {
+    match version::text() {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pora: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The error and its causes, skipping a cause whose text the message already contains (typed

@@ -10,11 +10,12 @@ pub(super) const WAY: usize = 4;
 
 /// The state's 25 vectors on a 64-byte boundary. The round function keeps more vectors live
 /// than AVX2 has registers, so LLVM spills to the stack with unaligned 32-byte moves at offsets
-/// from `rsp`, which the ABI aligns to 16 only: entered with `rsp` at 16 mod 32 (it depends on
-/// the caller), half the spills straddle a cache line, and the permutation took ~245 ns per
-/// message inside `pora mine` against ~150 ns in `examples/keccak-batch`. An over-aligned local
-/// makes the function realign its frame, so every spill slot is aligned whoever calls it:
-/// `pora mine` on a cached shard +22–47% nonces/s (docs/BENCHMARKS.md §17).
+/// from `rsp`, which the ABI aligns to 16 only (System V on Linux and macOS, Win64 alike):
+/// entered with `rsp` at 16 mod 32 (it depends on the caller), half the spills straddle a cache
+/// line, and the permutation took ~245 ns per message inside `pora mine` against ~150 ns in
+/// `examples/keccak-batch`. An over-aligned local makes the function realign its frame, so
+/// every spill slot is aligned whoever calls it, on every OS: `pora mine` on a cached shard
+/// +22–47% nonces/s (docs/BENCHMARKS.md §17).
 #[repr(C, align(64))]
 struct AlignedState([__m256i; 25]);
 

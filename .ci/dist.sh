@@ -12,10 +12,10 @@
 #     `pora.exe --version`; `pora.exe mine --demo`; libpora_ffi.a exports pora_open; the C example
 #     linked with mingw against the zip's pora.h + libpora_ffi.a, run under Wine.
 # Reuses the Wine prefix (with the bcryptprimitives.dll stand-in) that .ci/windows.sh makes at
-# ${CARGO_TARGET_DIR:-target}/wine-prefix. Each check is counted; the last line is
-# "dist.sh: N passed, M failed". Any failed step or check fails the leg (non-zero exit,
-# "dist.sh: FAIL: ..."); nothing passes by being skipped. Builds once (the reproducibility check,
-# two builds, is `tools/dist.sh --check-reproducible`, run by hand).
+# ${CARGO_TARGET_DIR:-target}/wine-prefix. Each check is counted and every program it runs has a
+# timeout; the last line is "dist.sh: N passed, M failed". Any failed step or check fails the leg
+# (non-zero exit, "dist.sh: FAIL: ..."); nothing passes by being skipped. Builds once (the
+# reproducibility check, two builds, is `tools/dist.sh --check-reproducible`, run by hand).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -131,19 +131,19 @@ static_ldd_ok() {
     echo "$out"
     grep -qE 'statically linked|not a dynamic executable' <<<"$out"
 }
-linux_version_ok() { local out; out="$(cd "$1" && env -i ./pora --version)" || return 1; version_ok "$out"; }
+linux_version_ok() { local out; out="$(cd "$1" && timeout 60 env -i ./pora --version)" || return 1; version_ok "$out"; }
 demo_ok() { # DIR: the demo shard is there
     [ -f "$1/pora-demo/shard0.dat" ] || { echo "no $1/pora-demo/shard0.dat"; return 1; }
     ls -l "$1/pora-demo/shard0.dat"
 }
 linux_demo_ok() {
-    (cd "$1" && env -i ./pora mine --demo) >"$TMP/demo.log" 2>&1 || { tail -n 30 "$TMP/demo.log"; return 1; }
+    (cd "$1" && timeout 300 env -i ./pora mine --demo) >"$TMP/demo.log" 2>&1 || { tail -n 30 "$TMP/demo.log"; return 1; }
     tail -n 8 "$TMP/demo.log"
     demo_ok "$1"
 }
 no_sim_ok() { # a production build refuses the simulated disk, naming the feature
     local out
-    if out="$(cd "$1" && env -i ./pora mine --demo --method sim 2>&1)"; then
+    if out="$(cd "$1" && timeout 300 env -i ./pora mine --demo --method sim 2>&1)"; then
         echo "$out" | tail -n 5
         echo "pora mine --method sim ran: the build has the sim feature"
         return 1
@@ -168,7 +168,7 @@ c_linux_ok() { # WORKDIR ARCHIVE_DIR
     musl-gcc -static -std=c99 -Wall -Wextra -Werror -O1 -I"$2" pora_example.c "$2/libpora_ffi.a" \
         -L"$MUSL_SELF_CONTAINED" -lunwind -Wl,-z,noexecstack -o pora_example || return 1
     file pora_example
-    env -i ./pora_example
+    timeout 300 env -i ./pora_example
 }
 win_dlls_ok() {
     local dlls
@@ -179,11 +179,11 @@ win_dlls_ok() {
 }
 wine_version_ok() {
     local out
-    out="$(cd "$1" && wine ./pora.exe --version 2>/dev/null | tr -d '\r'; exit "${PIPESTATUS[0]}")" || return 1
+    out="$(cd "$1" && timeout 300 wine ./pora.exe --version 2>/dev/null | tr -d '\r'; exit "${PIPESTATUS[0]}")" || return 1
     version_ok "$out"
 }
 wine_demo_ok() {
-    (cd "$1" && wine ./pora.exe mine --demo) >"$TMP/demo.log" 2>&1 || { tr -d '\r' <"$TMP/demo.log" | tail -n 30; return 1; }
+    (cd "$1" && timeout 600 wine ./pora.exe mine --demo) >"$TMP/demo.log" 2>&1 || { tr -d '\r' <"$TMP/demo.log" | tail -n 30; return 1; }
     tr -d '\r' <"$TMP/demo.log" | tail -n 8
     demo_ok "$1"
 }
@@ -191,7 +191,7 @@ c_windows_ok() { # WORKDIR ARCHIVE_DIR
     cd "$1" || return 1
     x86_64-w64-mingw32-gcc -std=c99 -Wall -Wextra -Werror -O1 -I"$2" pora_example.c "$2/libpora_ffi.a" \
         -lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32 -o pora_example.exe || return 1
-    wine ./pora_example.exe
+    timeout 300 wine ./pora_example.exe
 }
 
 C_EXAMPLE="$ROOT/bindings/c/pora_example.c"

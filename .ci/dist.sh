@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Release CI leg (called by .ci/run after .ci/windows.sh): builds the release archives once with
+# tools/dist.sh, checks dist/SHA256SUMS, then extracts each archive into an empty temp folder and
+# smoke-tests what a miner downloads:
+#   Linux (tar.gz): the expected files owned by 0/0; pora statically linked (file, ldd);
+#     `env -i ./pora --version`; `env -i ./pora mine --demo` (the README's first command: makes
+#     ./pora-demo and mines one slot); the simulated disk is left out of the build;
+#     libpora_ffi.a exports pora_open (objdump); bindings/c's example compiled with
+#     `musl-gcc -static` against the archive's pora.h + libpora_ffi.a (and the Rust toolchain's
+#     musl libc and libunwind: see c_linux_ok), and run.
+#   Windows (zip, under Wine): the expected files; pora.exe imports only system DLLs;
+#     `pora.exe --version`; `pora.exe mine --demo`; libpora_ffi.a exports pora_open; the C example
+#     linked with mingw against the zip's pora.h + libpora_ffi.a, run under Wine.
+# Reuses the Wine prefix (with the bcryptprimitives.dll stand-in) that .ci/windows.sh makes at
+# ${CARGO_TARGET_DIR:-target}/wine-prefix. Each check is counted and every program it runs has a
+# timeout; the last line is "dist.sh: N passed, M failed". Any failed step or check fails the leg
+# (non-zero exit, "dist.sh: FAIL: ..."); nothing passes by being skipped. Builds once (the
+# reproducibility check, two builds, is `tools/dist.sh --check-reproducible`, run by hand).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export LC_ALL=C
+LINUX_TARGET=x86_64-unknown-linux-musl
+WIN_TARGET=x86_64-pc-windows-gnu
+START_S=$(date +%s)
+
+step() { echo "== dist.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
+fail() {
+    echo "dist.sh: FAIL: $*" >&2
+    exit 1
+}
+
+# --- packages: musl-gcc, file, binutils (strings, objdump); mingw and Wine come with .ci/windows.sh ---
+missing=()
+command -v musl-gcc >/dev/null || missing+=(musl-tools)
+command -v file >/dev/null || missing+=(file)
+command -v strings >/dev/null || missing+=(binutils)
+command -v python3 >/dev/null || missing+=(python3)
+if ((${#missing[@]})); then
+    step "installing ${missing[*]}"
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || fail "need root or sudo to install ${missing[*]}"
+        SUDO=(sudo)
+    fi
+    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+        || fail "apt-get install ${missing[*]} failed"
+fi
+for tool in musl-gcc file objdump strings python3 x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump wine; do
+    command -v "$tool" >/dev/null || fail "'$tool' not found (mingw and Wine are installed by .ci/windows.sh)"
+done
+step "rustup target add $LINUX_TARGET $WIN_TARGET"
+rustup target add "$LINUX_TARGET" "$WIN_TARGET" >/dev/null 2>&1 || fail "rustup target add $LINUX_TARGET $WIN_TARGET failed"
+
+# --- the Wine prefix .ci/windows.sh made: checked before the long build ---
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+mkdir -p "$TARGET_DIR"
+TARGET_DIR="$(cd "$TARGET_DIR" && pwd)"
+export WINEPREFIX="$TARGET_DIR/wine-prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+unset DISPLAY WAYLAND_DISPLAY
+[ -f "$WINEPREFIX/system.reg" ] \
+    || fail "no Wine prefix at $WINEPREFIX: run .ci/windows.sh first (it creates the prefix and installs the bcryptprimitives.dll stand-in)"
+[ -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ] \
+    || fail "the Wine prefix $WINEPREFIX has no bcryptprimitives.dll stand-in (Rust programs exit with status 53 without it): run .ci/windows.sh first"
+
+# --- build once ---
+step "tools/dist.sh"
+build_s=$(date +%s)
+bash tools/dist.sh || fail "tools/dist.sh failed"
+build_s=$(($(date +%s) - build_s))
+VERSION="$(sed -n 's/^pora \([^ ]*\) for .*/\1/p' <(tar -xzOf dist/pora-*-"$LINUX_TARGET".tar.gz --wildcards '*/BUILDINFO.txt'))"
+[ -n "$VERSION" ] || fail "cannot read the version from the Linux archive's BUILDINFO.txt"
+COMMIT="$(git rev-parse --short=12 HEAD)"
+TGZ="$ROOT/dist/pora-$VERSION-$LINUX_TARGET.tar.gz"
+ZIP="$ROOT/dist/pora-$VERSION-$WIN_TARGET.zip"
+[ -f "$TGZ" ] || fail "tools/dist.sh wrote no $TGZ"
+[ -f "$ZIP" ] || fail "tools/dist.sh wrote no $ZIP"
+
+# --- checks: each one counted, all run, any failure fails the leg at the end ---
+passed=0
+failed=0
+failures=()
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/pora-dist-smoke.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+check() {
+    local name="$1" log="$TMP/check.log"
+    shift
+    if ("$@") >"$log" 2>&1; then
+        passed=$((passed + 1))
+        echo "ok    $name"
+        sed 's/^/      /' "$log" | tail -n 6
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "FAIL  $name"
+        sed 's/^/      /' "$log" | tail -n 30
+    fi
+}
+
+# The checks. Each returns non-zero on failure; check() runs it with errexit off, so every
+# command that matters is chained with && or ends in `|| return 1`.
+layout_ok() { # ARCHIVE_DIR TOP FILE...: ARCHIVE_DIR holds only TOP/, TOP holds exactly FILE...
+    local dir="$1" top="$2"
+    shift 2
+    diff <(echo "$top") <(ls "$dir") || return 1
+    diff <(printf '%s\n' "$@" | sort) <(cd "$dir/$top" && find . -mindepth 1 | sed 's|^\./||' | sort)
+}
+version_ok() { # OUTPUT: "pora <version>..."; a commit, if one is printed, is this one
+    echo "$1"
+    [[ "$1" == "pora $VERSION"* ]] || { echo "expected 'pora $VERSION ...'"; return 1; }
+    local hex
+    hex="$(grep -oE '\b[0-9a-f]{12,40}\b' <<<"$1" || true)"
+    if [ -n "$hex" ] && ! grep -q "^$COMMIT" <<<"$hex"; then
+        echo "prints commit $hex, built from $COMMIT"
+        return 1
+    fi
+}
+sums_ok() { (cd "$ROOT/dist" && sha256sum -c SHA256SUMS); }
+owners_ok() { # every tar entry is 0/0
+    local bad
+    tar -tvzf "$1" | head -n 3
+    bad="$(tar -tvzf "$1" | grep -v ' 0/0 ' || true)"
+    [ -z "$bad" ] || { echo "not owned by 0/0: $bad"; return 1; }
+}
+static_file_ok() { file "$1" && file "$1" | grep -qE 'statically linked|static-pie linked'; }
+static_ldd_ok() {
+    local out
+    out="$(ldd "$1" 2>&1 || true)"
+    echo "$out"
+    grep -qE 'statically linked|not a dynamic executable' <<<"$out"
+}
+linux_version_ok() { local out; out="$(cd "$1" && timeout 60 env -i ./pora --version)" || return 1; version_ok "$out"; }
+demo_ok() { # DIR: the demo shard is there
+    [ -f "$1/pora-demo/shard0.dat" ] || { echo "no $1/pora-demo/shard0.dat"; return 1; }
+    ls -l "$1/pora-demo/shard0.dat"
+}
+linux_demo_ok() {
+    (cd "$1" && timeout 300 env -i ./pora mine --demo) >"$TMP/demo.log" 2>&1 || { tail -n 30 "$TMP/demo.log"; return 1; }
+    tail -n 8 "$TMP/demo.log"
+    demo_ok "$1"
+}
+no_sim_ok() { # a production build refuses the simulated disk, naming the feature
+    local out
+    if out="$(cd "$1" && timeout 300 env -i ./pora mine --demo --method sim 2>&1)"; then
+        echo "$out" | tail -n 5
+        echo "pora mine --method sim ran: the build has the sim feature"
+        return 1
+    fi
+    echo "$out" | tail -n 2
+    grep -q 'sim' <<<"$out" && grep -qiE 'unavailable|feature' <<<"$out"
+}
+# objdump, not nm: nm loads the system's LLVM LTO plugin (bfd-plugins), which fails on rustc's
+# newer bitcode sections and then reports "no symbols" for every object of the library.
+linux_exports_ok() { # LIB: pora_open is a defined global function
+    objdump -t "$1" 2>/dev/null | grep -E '^[0-9a-f]+ g +F \.text[^ ]*[[:space:]]+[0-9a-f]+ pora_open$'
+}
+windows_exports_ok() { # LIB: pora_open is defined (section >= 1) and external (storage class 2)
+    x86_64-w64-mingw32-objdump -t "$1" 2>/dev/null | grep -E '\(sec +[1-9][0-9]*\).*\(scl +2\).* pora_open$'
+}
+# Debian's musl-gcc is musl 1.2.3 (no statx, which pora-io calls; musl has it since 1.2.5) and
+# borrows the glibc build's libgcc_eh, so the example links the musl libc and libunwind of the
+# Rust toolchain (the runtime the static pora carries) ahead of them: -L self-contained -lunwind.
+MUSL_SELF_CONTAINED="$(rustc --print sysroot)/lib/rustlib/$LINUX_TARGET/lib/self-contained"
+c_linux_ok() { # WORKDIR ARCHIVE_DIR
+    cd "$1" || return 1
+    musl-gcc -static -std=c99 -Wall -Wextra -Werror -O1 -I"$2" pora_example.c "$2/libpora_ffi.a" \
+        -L"$MUSL_SELF_CONTAINED" -lunwind -Wl,-z,noexecstack -o pora_example || return 1
+    file pora_example
+    timeout 300 env -i ./pora_example
+}
+win_dlls_ok() {
+    local dlls
+    dlls="$(x86_64-w64-mingw32-objdump -p "$1" | sed -n 's/^\tDLL Name: //p')"
+    echo $dlls
+    [ -n "$dlls" ] || { echo "objdump found no DLL imports"; return 1; }
+    ! grep -iE 'libgcc|winpthread|libstdc|pora' <<<"$dlls"
+}
+wine_version_ok() {
+    local out
+    out="$(cd "$1" && timeout 300 wine ./pora.exe --version 2>/dev/null | tr -d '\r'; exit "${PIPESTATUS[0]}")" || return 1
+    version_ok "$out"
+}
+wine_demo_ok() {
+    (cd "$1" && timeout 600 wine ./pora.exe mine --demo) >"$TMP/demo.log" 2>&1 || { tr -d '\r' <"$TMP/demo.log" | tail -n 30; return 1; }
+    tr -d '\r' <"$TMP/demo.log" | tail -n 8
+    demo_ok "$1"
+}
+c_windows_ok() { # WORKDIR ARCHIVE_DIR
+    cd "$1" || return 1
+    x86_64-w64-mingw32-gcc -std=c99 -Wall -Wextra -Werror -O1 -I"$2" pora_example.c "$2/libpora_ffi.a" \
+        -lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32 -o pora_example.exe || return 1
+    timeout 300 wine ./pora_example.exe
+}
+
+C_EXAMPLE="$ROOT/bindings/c/pora_example.c"
+[ -f "$C_EXAMPLE" ] || fail "no $C_EXAMPLE"
+COMMON=(pora.h README.md LICENSE-MIT LICENSE-APACHE THIRD-PARTY-LICENSES.txt COPYRIGHT-rust-std.html BUILDINFO.txt libpora_ffi.a)
+
+step "smoke checks"
+check "sha256sum -c SHA256SUMS (in dist/)" sums_ok
+
+# Linux: extracted into an empty folder
+L="$TMP/linux"
+mkdir -p "$L"
+tar -xzf "$TGZ" -C "$L" || fail "extracting $TGZ failed"
+LD="$L/pora-$VERSION-$LINUX_TARGET"
+check "tar.gz: one folder $(basename "$LD") holding the expected files" layout_ok "$L" "$(basename "$LD")" pora "${COMMON[@]}"
+check "tar.gz: every entry owned by 0/0" owners_ok "$TGZ"
+check "pora is statically linked (file)" static_file_ok "$LD/pora"
+check "pora is statically linked (ldd)" static_ldd_ok "$LD/pora"
+check "env -i ./pora --version" linux_version_ok "$LD"
+check "env -i ./pora mine --demo (creates ./pora-demo, mines one slot)" linux_demo_ok "$LD"
+check "production build: --method sim is refused (no simulated disk)" no_sim_ok "$LD"
+check "libpora_ffi.a (musl) exports pora_open (objdump -t)" linux_exports_ok "$LD/libpora_ffi.a"
+mkdir -p "$TMP/c-linux"
+cp "$C_EXAMPLE" "$TMP/c-linux/"
+check "C example: musl-gcc -static with the archive's pora.h + libpora_ffi.a (+ the toolchain's musl, libunwind), run" c_linux_ok "$TMP/c-linux" "$LD"
+
+# Windows: extracted into an empty folder, run under Wine
+W="$TMP/windows"
+mkdir -p "$W"
+python3 -m zipfile -e "$ZIP" "$W" || fail "extracting $ZIP failed"
+WD="$W/pora-$VERSION-$WIN_TARGET"
+check "zip: one folder $(basename "$WD") holding the expected files" layout_ok "$W" "$(basename "$WD")" pora.exe "${COMMON[@]}"
+check "pora.exe imports only Windows system DLLs (no MinGW runtime DLL to ship)" win_dlls_ok "$WD/pora.exe"
+check "wine pora.exe --version" wine_version_ok "$WD"
+check "wine pora.exe mine --demo (creates .\\pora-demo, mines one slot)" wine_demo_ok "$WD"
+check "libpora_ffi.a (windows-gnu) exports pora_open (objdump -t)" windows_exports_ok "$WD/libpora_ffi.a"
+mkdir -p "$TMP/c-windows"
+cp "$C_EXAMPLE" "$TMP/c-windows/"
+check "C example: mingw with the zip's pora.h + libpora_ffi.a, run under Wine" c_windows_ok "$TMP/c-windows" "$WD"
+
+total_s=$(($(date +%s) - START_S))
+echo "dist.sh: tools/dist.sh took ${build_s} s, the whole leg ${total_s} s"
+if ((failed)); then
+    echo "dist.sh: $passed passed, $failed failed"
+    fail "$failed of $((passed + failed)) checks failed: $(printf '%s; ' "${failures[@]}")"
+fi
+echo "dist.sh: $passed passed, 0 failed"

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# tools/dist.sh: builds pora's release archives, reproducibly, into dist/:
+#   dist/pora-<version>-x86_64-unknown-linux-musl.tar.gz  static pora, libpora_ffi.a (musl), pora.h
+#   dist/pora-<version>-x86_64-pc-windows-gnu.zip         pora.exe, libpora_ffi.a (windows-gnu), pora.h
+#   dist/SHA256SUMS                                       `sha256sum -c SHA256SUMS` inside dist/
+# Each archive also holds README.md, LICENSE-MIT, LICENSE-APACHE, THIRD-PARTY-LICENSES.txt
+# (tools/third_party_licenses.py), COPYRIGHT-rust-std.html (the Rust toolchain's notices for the
+# standard library) and BUILDINFO.txt (commit, rustc, how to rebuild). docs/release.md says more.
+#
+# <version> is the workspace version (Cargo.toml [workspace.package], read through cargo
+# metadata). The build is the workspace's [profile.release] with production features only (no
+# `sim`), from Cargo.lock (--locked). Same commit, same toolchain => byte-identical archives:
+# SOURCE_DATE_EPOCH is the commit's time, the source tree, $CARGO_HOME, the toolchain and the
+# target dir are remapped out of the binaries (checked with `strings`), entries are sorted with
+# fixed owner, mode and mtime, gzip stores no name or time, zip entries carry a fixed date and no
+# extra fields, the PE header's link timestamp is left out, and pora.exe is linked through
+# tools/dist-link-windows.sh (fixed relative input names: GNU ld orders PE import tables by them)
+# and loses the path-named symbols of rustc's raw-dylib import libraries (objcopy).
+#
+# Usage:
+#   tools/dist.sh                        build into ${CARGO_TARGET_DIR:-target}, write dist/
+#   tools/dist.sh --check-reproducible   build twice in two fresh target dirs (different absolute
+#                                        paths), compare the archives byte for byte, print both
+#                                        SHA-256s; on success dist/ holds the first build's files
+#
+# Needs: cargo/rustc with the two targets (rustup target add), musl-gcc (musl-tools),
+# x86_64-w64-mingw32-gcc, python3, GNU tar, gzip, sha256sum, strings (binutils), git.
+# Fails loudly ("dist.sh: FAIL: ...", non-zero) when any step fails.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export LC_ALL=C TZ=UTC
+LINUX_TARGET=x86_64-unknown-linux-musl
+WIN_TARGET=x86_64-pc-windows-gnu
+PACKAGES=(pora pora-ffi)
+PKG_ARGS=(-p pora -p pora-ffi)
+START_S=$(date +%s)
+
+step() { echo "== dist.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
+fail() {
+    echo "dist.sh: FAIL: $*" >&2
+    exit 1
+}
+
+mode=build
+case "${1:-}" in
+    "") ;;
+    --check-reproducible) mode=check ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+    *) fail "unknown argument '$1' (usage: tools/dist.sh [--check-reproducible])" ;;
+esac
+[ $# -le 1 ] || fail "too many arguments (usage: tools/dist.sh [--check-reproducible])"
+
+# --- tools ---
+for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy; do
+    command -v "$tool" >/dev/null || fail "'$tool' not found (musl-gcc: apt-get install musl-tools; x86_64-w64-mingw32-gcc: gcc-mingw-w64-x86-64; strings: binutils)"
+done
+tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
+SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
+for t in "$LINUX_TARGET" "$WIN_TARGET"; do
+    [ -d "$SYSROOT/lib/rustlib/$t/lib" ] || fail "Rust target $t is not installed (rustup target add $t)"
+done
+RUST_STD_NOTICES="$SYSROOT/share/doc/rust/COPYRIGHT-library.html"
+[ -f "$RUST_STD_NOTICES" ] || fail "the toolchain has no $RUST_STD_NOTICES (the standard library's licence notices the archives carry)"
+
+# --- what is built: version, commit, time ---
+VERSION="$(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+print(next(p["version"] for p in meta["packages"] if p["name"] == "pora"))')" \
+    || fail "reading the workspace version with cargo metadata failed"
+[[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || fail "cargo metadata gave version '$VERSION'"
+COMMIT="$(git rev-parse --short=12 HEAD)" || fail "git rev-parse HEAD failed (not a git checkout?)"
+EPOCH="$(git log -1 --format=%ct HEAD)" || fail "git log: no commit time for HEAD"
+RUSTC_VERSION="$(rustc -V)"
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "dist.sh: warning: the working tree has uncommitted changes: the archives are not commit $COMMIT's" >&2
+fi
+export SOURCE_DATE_EPOCH="$EPOCH" PORA_BUILD_COMMIT="$COMMIT"
+
+# Only the workspace's own [profile.release] and these flags: drop anything from the caller's
+# environment that would change the code (profile overrides, extra rustflags, incremental).
+while IFS= read -r var; do unset "$var"; done < <(env | sed -n 's/^\(CARGO_PROFILE_[A-Z0-9_]*\)=.*/\1/p; s/^\(CARGO_TARGET_[A-Z0-9_]*_RUSTFLAGS\)=.*/\1/p')
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_INCREMENTAL RUSTDOCFLAGS
+
+CARGO_HOME_DIR="${CARGO_HOME:-$HOME/.cargo}"
+CARGO_HOME_DIR="$(cd "$CARGO_HOME_DIR" && pwd)" || fail "CARGO_HOME $CARGO_HOME_DIR does not exist"
+
+# build_dist TARGET_DIR OUT_DIR: builds both targets in TARGET_DIR and writes the two archives
+# and SHA256SUMS into OUT_DIR (replaced).
+build_dist() {
+    local target_dir out_dir work
+    mkdir -p "$1" || fail "cannot create target dir $1"
+    target_dir="$(cd "$1" && pwd)"
+    out_dir="$2"
+    for p in "$ROOT" "$CARGO_HOME_DIR" "$SYSROOT" "$target_dir"; do
+        [[ "$p" != *[[:space:]]* ]] || fail "path '$p' contains white space (the C compiler's flags cannot carry it)"
+    done
+
+    # Last matching rule wins: the target dir (often inside the source tree) comes last.
+    local prefixes=("$ROOT=/pora" "$CARGO_HOME_DIR=/cargo" "$SYSROOT=/rustc-sysroot" "$target_dir=/target")
+    local rustflags=() cflags=() rule
+    for rule in "${prefixes[@]}"; do
+        rustflags+=("--remap-path-prefix=$rule")
+        cflags+=("-ffile-prefix-map=$rule")
+    done
+
+    local target bin flags
+    for target in "$LINUX_TARGET" "$WIN_TARGET"; do
+        flags=("${rustflags[@]}")
+        # GNU ld stamps PE files with the link time unless told not to.
+        [ "$target" != "$WIN_TARGET" ] || flags+=("-Clink-arg=-Wl,--no-insert-timestamp")
+        step "cargo build --release --locked --target $target -p ${PACKAGES[*]} (target dir $target_dir)"
+        CARGO_TARGET_DIR="$target_dir" \
+            CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
+            CC_x86_64_unknown_linux_musl=musl-gcc \
+            CFLAGS_x86_64_unknown_linux_musl="${cflags[*]}" \
+            CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc \
+            CFLAGS_x86_64_pc_windows_gnu="${cflags[*]}" \
+            CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$ROOT/tools/dist-link-windows.sh" \
+            PORA_DIST_TARGET_DIR="$target_dir" PORA_DIST_CARGO_HOME="$CARGO_HOME_DIR" PORA_DIST_SYSROOT="$SYSROOT" \
+            cargo build --release --locked --target "$target" "${PKG_ARGS[@]}" \
+            || fail "cargo build --release --target $target failed"
+    done
+
+    work="$(mktemp -d "${TMPDIR:-/tmp}/pora-dist.XXXXXX")"
+    local name stage
+    for target in "$LINUX_TARGET" "$WIN_TARGET"; do
+        bin=pora
+        [ "$target" != "$WIN_TARGET" ] || bin=pora.exe
+        name="pora-$VERSION-$target"
+        stage="$work/$name"
+        step "staging $name"
+        mkdir -p "$stage"
+        local built="$target_dir/$target/release"
+        for f in "$built/$bin" "$built/libpora_ffi.a"; do
+            [ -f "$f" ] || fail "the build left no $f"
+            cp "$f" "$stage/"
+        done
+        if [ "$target" = "$WIN_TARGET" ]; then
+            # rustc names the import libraries it makes for raw-dylib imports after their path
+            # (target/.../deps/rustcXXXXXX/, a random temp dir), and ld copies those names into
+            # the executable's COFF symbol table (_head_<path>..., __<path>..._iname): drop
+            # them. The loaded sections stay as linked; SOURCE_DATE_EPOCH=0 keeps the PE
+            # header's time 0, as the linker left it.
+            SOURCE_DATE_EPOCH=0 x86_64-w64-mingw32-objcopy --wildcard \
+                --strip-symbol='_head_*_imports_lib' --strip-symbol='*_imports_lib_iname' "$stage/$bin" \
+                || fail "objcopy could not drop the import libraries' path symbols from $stage/$bin"
+        fi
+        for f in "$stage/$bin" "$stage/libpora_ffi.a"; do
+            # No absolute build path may be embedded, as is or with / . - turned into _ (symbol
+            # names made from paths); remap-path-prefix missed one otherwise.
+            local leaks patterns=()
+            for p in "$ROOT" "$CARGO_HOME_DIR" "$SYSROOT" "$target_dir"; do
+                patterns+=(-e "$p" -e "$(sed 's/[^A-Za-z0-9]/_/g' <<<"$p")")
+            done
+            leaks="$(strings -a "$f" | grep -F "${patterns[@]}" | sort -u | head -5 || true)"
+            [ -z "$leaks" ] || fail "$f embeds build paths, e.g.:"$'\n'"$leaks"
+        done
+        cp crates/pora-ffi/include/pora.h README.md LICENSE-MIT LICENSE-APACHE "$stage/" \
+            || fail "copying pora.h, README.md and the licences into $stage failed"
+        cp "$RUST_STD_NOTICES" "$stage/COPYRIGHT-rust-std.html"
+        python3 tools/third_party_licenses.py --target "$target" "${PACKAGES[@]/#/--package=}" \
+            --out "$stage/THIRD-PARTY-LICENSES.txt" || fail "writing THIRD-PARTY-LICENSES.txt for $target failed"
+        cat >"$stage/BUILDINFO.txt" <<EOF
+pora $VERSION for $target
+commit: $COMMIT
+rustc: $RUSTC_VERSION
+SOURCE_DATE_EPOCH: $EPOCH
+build: cargo build --release --locked --target $target -p pora -p pora-ffi
+       (the workspace's [profile.release], default features: no sim)
+rebuild: git checkout $COMMIT && tools/dist.sh (same rustc and C toolchains; docs/release.md)
+EOF
+        find "$stage" -type d -exec chmod 0755 {} +
+        find "$stage" -type f -exec chmod 0644 {} +
+        chmod 0755 "$stage/$bin"
+        find "$stage" -exec touch -h -d "@$EPOCH" {} +
+    done
+
+    rm -rf "$out_dir"
+    mkdir -p "$out_dir"
+    out_dir="$(cd "$out_dir" && pwd)"
+    local tgz="pora-$VERSION-$LINUX_TARGET.tar.gz" zip="pora-$VERSION-$WIN_TARGET.zip"
+    step "writing $out_dir/$tgz"
+    (cd "$work" && tar --create --format=ustar --sort=name --owner=0 --group=0 --numeric-owner \
+        --mtime="@$EPOCH" --file=- "pora-$VERSION-$LINUX_TARGET") | gzip -9 -n >"$out_dir/$tgz" \
+        || fail "writing $tgz failed"
+    step "writing $out_dir/$zip"
+    python3 - "$work" "pora-$VERSION-$WIN_TARGET" "$EPOCH" "$out_dir/$zip" <<'EOF' || fail "writing $zip failed"
+# Deterministic zip: sorted entries, one fixed date (the commit's, UTC), Unix modes, no extra fields.
+import os, sys, time, zipfile
+base, top, epoch, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+date = max(time.gmtime(epoch)[:6], (1980, 1, 1, 0, 0, 0))
+paths = []
+for d, dirs, files in os.walk(os.path.join(base, top)):
+    rel = os.path.relpath(d, base).replace(os.sep, "/")
+    paths.append(rel + "/")
+    paths += [rel + "/" + f for f in files]
+with zipfile.ZipFile(out, "w") as z:
+    for p in sorted(paths):
+        info = zipfile.ZipInfo(p, date_time=date)
+        info.create_system = 3  # Unix: the mode below is meaningful
+        full = os.path.join(base, p)
+        mode = os.stat(full).st_mode & 0o777
+        if p.endswith("/"):
+            info.external_attr = (0o040000 | mode) << 16 | 0x10
+            z.writestr(info, b"")
+        else:
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(full, "rb") as f:
+                z.writestr(info, f.read(), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+EOF
+    (cd "$out_dir" && sha256sum "$tgz" "$zip" >SHA256SUMS) || fail "writing SHA256SUMS failed"
+    rm -rf "$work"
+    step "wrote $out_dir: $(cd "$out_dir" && ls | tr '\n' ' ')"
+}
+
+if [ "$mode" = build ]; then
+    build_dist "${CARGO_TARGET_DIR:-$ROOT/target}" "$ROOT/dist"
+    (cd "$ROOT/dist" && sha256sum -c --quiet SHA256SUMS) || fail "sha256sum -c SHA256SUMS fails in dist/"
+    cat "$ROOT/dist/SHA256SUMS"
+    step "done: pora $VERSION, commit $COMMIT"
+    exit 0
+fi
+
+# --- --check-reproducible: two fresh target dirs at different absolute paths ---
+base="$(mktemp -d "${TMPDIR:-/tmp}/pora-repro.XXXXXX")"
+step "reproducibility check in $base (two full builds)"
+t0=$(date +%s)
+build_dist "$base/one/target" "$base/one/dist"
+t1=$(date +%s)
+build_dist "$base/two/another-target" "$base/two/dist"
+t2=$(date +%s)
+echo "dist.sh: build one $((t1 - t0)) s, build two $((t2 - t1)) s" >&2
+same=1
+for f in $(cd "$base/one/dist" && ls); do
+    a="$(sha256sum <"$base/one/dist/$f" | cut -d' ' -f1)"
+    b="$(sha256sum <"$base/two/dist/$f" 2>/dev/null | cut -d' ' -f1 || true)"
+    echo "$f"
+    echo "  build one ($base/one/target):         $a"
+    echo "  build two ($base/two/another-target): $b"
+    if ! cmp -s "$base/one/dist/$f" "$base/two/dist/$f"; then
+        same=0
+        echo "  DIFFERENT"
+    fi
+done
+if [ "$same" -ne 1 ]; then
+    fail "the two builds differ; both kept under $base for comparison (e.g. diffoscope $base/one/dist $base/two/dist)"
+fi
+rm -rf "$ROOT/dist"
+cp -r "$base/one/dist" "$ROOT/dist"
+rm -rf "$base"
+echo "dist.sh: reproducible: both builds of commit $COMMIT gave byte-identical archives (dist/ holds them)"

@@ -374,17 +374,7 @@ func TestEncodeBadInput(t *testing.T) {
 func writeFillTarget(t testing.TB, dir, name string, encodeType uint64) string {
 	spec := shardSpec{shard: 1, kvEntriesBits: 3, kvBits: 17, encodeType: encodeType, miner: testMiner}
 	path := filepath.Join(dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(spec.header()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(spec.allocatedLen()); err != nil {
-		t.Fatal(err)
-	}
+	createSparse(t, path, spec).Close()
 	return path
 }
 

@@ -130,17 +130,8 @@ func buildVectorShard(t testing.TB, dir string, v vector) string {
 	spec.shard, spec.kvEntriesBits, spec.kvBits, spec.encodeType = v.Shard, v.KVEntriesBits, v.KVSizeBits, 3
 	copy(spec.miner[:], mustHex(t, v.Miner))
 	path := filepath.Join(dir, "vec-"+itoa(v.Shard)+"-"+itoa(v.Nonce)+".dat")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := createSparse(t, path, spec)
 	defer f.Close()
-	if _, err := f.Write(spec.header()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(spec.allocatedLen()); err != nil {
-		t.Fatal(err)
-	}
 	startByte := v.Shard << (v.KVEntriesBits + v.KVSizeBits)
 	for i, idx := range v.SampleIdxs {
 		if _, err := f.WriteAt(mustHex(t, v.EncodedSamples[i]), int64(headerSize+idx*32-startByte)); err != nil {
@@ -148,6 +139,24 @@ func buildVectorShard(t testing.TB, dir string, v vector) string {
 		}
 	}
 	return path
+}
+
+// createSparse writes spec's header at path and extends the file to its full size with a hole,
+// as es-node's Create does; the caller writes what it needs and closes the file.
+func createSparse(t testing.TB, path string, spec shardSpec) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(spec.header()); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Truncate(spec.allocatedLen()); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return f
 }
 
 // poraBinary is $PORA_BINARY when set (the Windows leg names pora.exe, which is not at these

@@ -1,7 +1,7 @@
 //! es-node's difficulty rules on 256-bit integers (PORA.md, "Difficulty and validity").
 
 use crate::error::{Error, Result};
-use crate::U256;
+use crate::{Input, U256};
 
 /// es-node's default `cutoff` (seconds), used by every door when the caller gives none.
 pub const DEFAULT_CUTOFF: u64 = 7200;
@@ -24,14 +24,10 @@ pub struct DiffParams {
 /// `expectedDiff(interval, difficulty, cutoff, diffAdjDivisor, minimumDiff)`.
 pub fn expected_diff(p: &DiffParams) -> Result<U256> {
     if p.cutoff == 0 {
-        return Err(Error::bad_value("--cutoff", "0", "must be positive"));
+        return Err(Error::bad_value(Input::Cutoff, "0", "must be positive"));
     }
     if p.diff_adj_divisor == 0 {
-        return Err(Error::bad_value(
-            "--diff-adj-divisor",
-            "0",
-            "must be positive",
-        ));
+        return Err(Error::bad_value(Input::DiffAdjDivisor, "0", "must be positive"));
     }
     let x = p.interval / p.cutoff;
     let divisor = U256::from(p.diff_adj_divisor);
@@ -43,7 +39,7 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
             .checked_add(p.difficulty / divisor)
             .ok_or_else(|| {
                 Error::bad_value(
-                    "--difficulty",
+                    Input::Difficulty,
                     p.difficulty.to_string(),
                     "difficulty + difficulty/divisor exceeds 256 bits",
                 )
@@ -52,7 +48,7 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
     }
     let adjust = U256::from(x - 1).checked_mul(p.difficulty).ok_or_else(|| {
         Error::bad_value(
-            "--difficulty",
+            Input::Difficulty,
             p.difficulty.to_string(),
             "(interval/cutoff - 1) x difficulty exceeds 256 bits",
         )
@@ -69,7 +65,11 @@ pub fn required_diff(expected: U256) -> Result<U256> {
         return Err(Error::bad_value(
             "expected difficulty",
             "0",
-            "is zero (set --minimum-diff or --difficulty above 0)",
+            format!(
+                "is zero (set {} or {} above 0)",
+                Input::MinimumDiff,
+                Input::Difficulty
+            ),
         ));
     }
     Ok(U256::MAX / expected)
@@ -81,7 +81,7 @@ pub fn meets(hash1: &[u8; 32], required: &U256) -> bool {
     U256::from_be_bytes(*hash1) <= *required
 }
 
-/// Parses a 256-bit value given in decimal or `0x` hex; `what` names the flag.
+/// Parses a 256-bit value given in decimal or `0x` hex; `what` names the input as the caller's door does.
 pub fn parse_u256(what: &'static str, input: &str) -> Result<U256> {
     let parsed = if let Some(hex) = input
         .strip_prefix("0x")
@@ -116,7 +116,7 @@ mod tests {
         assert!(expected_diff(&p)
             .unwrap_err()
             .to_string()
-            .contains("--cutoff"));
+            .contains("cutoff"));
         assert!(required_diff(U256::ZERO).is_err());
     }
 

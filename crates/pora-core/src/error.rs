@@ -46,7 +46,8 @@ pub enum Error {
     },
     #[error("invalid {what} `{input}`: {why}")]
     BadValue {
-        what: &'static str,
+        /// The input, as the door names it (an [`crate::Input`], or the caller's own name).
+        what: String,
         input: String,
         why: String,
     },
@@ -61,12 +62,12 @@ impl Error {
     }
 
     pub(crate) fn bad_value(
-        what: &'static str,
+        what: impl std::fmt::Display,
         input: impl Into<String>,
         why: impl Into<String>,
     ) -> Self {
         Error::BadValue {
-            what,
+            what: what.to_string(),
             input: input.into(),
             why: why.into(),
         }

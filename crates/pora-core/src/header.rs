@@ -19,6 +19,8 @@ pub const META_SIZE: u64 = 32;
 /// Status values pora writes; es-node leaves 0. A file that `pora create` has not finished
 /// carries `STATUS_INCOMPLETE` so that it never looks valid.
 pub const STATUS_READY: u64 = 0;
+/// Byte offset of the header's `status` field.
+pub const STATUS_OFFSET: u64 = 84;
 /// Marks a file still being written by `pora create`.
 pub const STATUS_INCOMPLETE: u64 = 0x706f_7261_2d77_6970; // "pora-wip"
 
@@ -104,7 +106,7 @@ impl Header {
         let encode_type = EncodeType::from_u64(encode)
             .ok_or_else(|| bad("encodeType", 32, format!("{encode} is not one of 0 (none), 1 (keccak-256), 2 (ethash), 3 (blob-poseidon)")))?;
         let mut miner = [0u8; 20];
-        miner.copy_from_slice(&buf[64..84]);
+        miner.copy_from_slice(&buf[64..STATUS_OFFSET as usize]);
         let h = Header {
             version,
             chunk_idx_start: be_u64(buf, 16),
@@ -114,11 +116,12 @@ impl Header {
             chunk_size: be_u64(buf, 48),
             meta_size: be_u64(buf, 56),
             miner: Address(miner),
-            status: be_u64(buf, 84),
+            status: be_u64(buf, STATUS_OFFSET as usize),
         };
         h.validate_geometry(path)?;
         if h.status == STATUS_INCOMPLETE {
-            return Err(bad("status", 84, "file was never finished by `pora create` (interrupted while writing); recreate it with --force".into()));
+            let why = format!("file was never finished by `pora create` (interrupted while writing); create it again ({})", crate::Input::Force);
+            return Err(bad("status", STATUS_OFFSET, why));
         }
         Ok(h)
     }
@@ -280,8 +283,9 @@ impl Header {
         for (at, v) in fields {
             buf[at..at + 8].copy_from_slice(&v.to_be_bytes());
         }
-        buf[64..84].copy_from_slice(&self.miner.0);
-        buf[84..92].copy_from_slice(&self.status.to_be_bytes());
+        buf[64..STATUS_OFFSET as usize].copy_from_slice(&self.miner.0);
+        let at = STATUS_OFFSET as usize;
+        buf[at..at + 8].copy_from_slice(&self.status.to_be_bytes());
         buf
     }
 }

@@ -8,6 +8,7 @@ pub mod difficulty;
 pub mod error;
 pub mod header;
 pub mod hex;
+pub mod input;
 pub mod keccak;
 pub mod sampling;
 pub mod shard;
@@ -18,6 +19,7 @@ pub use difficulty::{expected_diff, required_diff, DiffParams};
 pub use error::{Error, Result};
 pub use header::{EncodeType, Header, HEADER_SIZE, MAGIC};
 pub use hex::{Address, H256};
+pub use input::Input;
 pub use sampling::{
     hash0, hash_step, hashimoto, NonceProof, SampleGeometry, SAMPLE_SIZE, SAMPLE_SIZE_BITS,
 };

@@ -243,7 +243,7 @@ fn geometry_for(start: u64, kv_size_bits: u32, kv_entries_bits: u32) -> Result<S
     let shard_bits = kv_entries_bits + kv_size_bits;
     if shard_bits >= 64 {
         return Err(Error::bad_value(
-            "--kv-entries-bits",
+            crate::Input::KvEntriesBits,
             kv_entries_bits.to_string(),
             "shard would exceed 2^64 bytes",
         ));
@@ -256,7 +256,8 @@ fn infer_geometry(start: u64, end: u64, kv_size: u64, kv_size_bits: u32) -> Resu
     let kvs = bytes / kv_size;
     if !kvs.is_power_of_two() || !start.is_multiple_of(bytes) {
         return Err(Error::ShardSet(format!(
-            "files cover {kvs} KVs from byte {start:#x}, which is not one whole shard; pass --kv-entries-bits to name the shard size"
+            "files cover {kvs} KVs from byte {start:#x}, which is not one whole shard; give {} to name the shard size",
+            crate::Input::KvEntriesBits
         )));
     }
     SampleGeometry::new(start / bytes, kvs.trailing_zeros(), kv_size_bits)

@@ -205,7 +205,7 @@ impl PoraSlotParams {
         }
         Ok(SlotRequest::new(randao(&self.randao)?)
             .with_nonces(self.nonce_start..self.nonce_end)
-            .with_slot(Duration::from_millis(self.deadline_ms))
+            .with_slot_length(Duration::from_millis(self.deadline_ms))
             .with_find(find)
             .with_required_diff(self.difficulty.required()?)
             .with_overlay(crate::overlay::snapshot(self.overlay)?))

@@ -405,7 +405,7 @@ impl TrialRunner for MiningRunner<'_> {
         // More nonces than any trial can try: the slot time ends it.
         let request = SlotRequest::new(randao)
             .with_nonces(0..1 << 40)
-            .with_slot(Duration::from_secs_f64(seconds));
+            .with_slot_length(Duration::from_secs_f64(seconds));
         let report = miner
             .mine_slot(&request, self.stop)
             .map_err(|e| TrialError::Arm(e.to_string()))?;

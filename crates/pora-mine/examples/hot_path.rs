@@ -87,7 +87,7 @@ fn mine(
     let miner = Miner::new(vec![shard.clone()], factory, config).unwrap();
     let request = SlotRequest::new(H256([3; 32]))
         .with_nonces(0..nonces)
-        .with_slot(Duration::from_secs(120))
+        .with_slot_length(Duration::from_secs(120))
         .with_find(Find::All);
     let report = miner.mine_slot(&request, &AtomicBool::new(false)).unwrap();
     assert_eq!(report.shards[0].nonces_tried, nonces);

@@ -1,22 +1,12 @@
 //! Checks a [`MineConfig`] before anything is allocated, and each [`SlotRequest`] before its slot
-//! starts, so absurd values are refused with a message naming the flag instead of exhausting
-//! memory, threads or file handles.
+//! starts, so absurd values are refused with an error naming the input instead of exhausting
+//! memory, threads or file handles. The limits are in [`crate::defaults`].
 
+use crate::defaults::{
+    MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_SLOT_LENGTH_MS, MAX_THREADS, MAX_TOTAL_CHAINS,
+};
 use crate::{MineConfig, MineError, SlotRequest};
-
-/// Most worker threads.
-pub const MAX_THREADS: usize = 1024;
-/// Most chains (reads in flight) per worker.
-pub const MAX_DEPTH: usize = 65_536;
-/// Most chains over all workers: about 100 bytes each plus a completion slot, so at most a few
-/// hundred MiB, and far beyond any device's useful queue depth.
-pub const MAX_TOTAL_CHAINS: usize = 4 << 20;
-/// Most samples per nonce.
-pub const MAX_RANDOM_CHECKS: u32 = 64;
-
-fn bad(msg: String) -> Result<(), MineError> {
-    Err(MineError::Config(msg))
-}
+use pora_core::Input;
 
 /// Refuses every value outside the documented limits.
 pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError> {
@@ -26,51 +16,49 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
         random_checks,
         ..
     } = *config;
+    let bad = |input, value: String, why: String| Err(MineError::config(input, value, why));
     if !(1..=MAX_THREADS).contains(&threads) {
-        return bad(format!(
-            "--threads {threads}: must be between 1 and {MAX_THREADS}"
-        ));
+        let why = format!("must be between 1 and {MAX_THREADS}");
+        return bad(Input::Threads, threads.to_string(), why);
     }
     if !(1..=MAX_DEPTH).contains(&depth) {
-        return bad(format!(
-            "--depth {depth}: must be between 1 and {MAX_DEPTH} reads in flight per thread"
-        ));
+        let why = format!("must be between 1 and {MAX_DEPTH} reads in flight per thread");
+        return bad(Input::Depth, depth.to_string(), why);
     }
+    let chains = format!("{threads} x {} {depth}", Input::Depth);
     if threads * depth > MAX_TOTAL_CHAINS {
-        return bad(format!(
-            "--threads {threads} x --depth {depth} = {} reads in flight: at most {MAX_TOTAL_CHAINS}; lower --threads or --depth",
-            threads * depth
-        ));
+        let why = format!("at most {MAX_TOTAL_CHAINS} reads in flight; lower the threads or depth");
+        return bad(Input::Threads, format!("{chains} = {}", threads * depth), why);
     }
     if !(1..=MAX_RANDOM_CHECKS).contains(&random_checks) {
-        return bad(format!(
-            "--random-checks {random_checks}: must be between 1 and {MAX_RANDOM_CHECKS}"
-        ));
+        let why = format!("must be between 1 and {MAX_RANDOM_CHECKS}");
+        return bad(Input::RandomChecks, random_checks.to_string(), why);
     }
     if shard_count == 0 {
-        return bad("no shard to mine: pass at least one --file".into());
+        let why = "no shard to mine: give at least one group of shard files".into();
+        return bad(Input::Files, String::new(), why);
     }
     if shard_count > u32::MAX as usize {
-        return bad(format!("{shard_count} shards: too many"));
+        return bad(Input::Files, format!("{shard_count} shards"), "too many".into());
     }
     if threads * depth < shard_count {
-        return bad(format!(
-            "--threads {threads} x --depth {depth}: fewer reads in flight than the {shard_count} shards; every shard needs at least one"
-        ));
+        let why = format!("fewer reads in flight than the {shard_count} shards; every shard needs at least one");
+        return bad(Input::Threads, chains, why);
     }
     Ok(())
 }
 
-/// Refuses an empty nonce range or a zero-length slot.
+/// Refuses an empty nonce range, or a slot of zero length or longer than a day.
 pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
-    if request.nonces.start >= request.nonces.end {
-        return bad(format!(
-            "--nonces {}..{}: the range is empty",
-            request.nonces.start, request.nonces.end
-        ));
+    let nonces = &request.nonces;
+    if nonces.start >= nonces.end {
+        let value = format!("{}..{}", nonces.start, nonces.end);
+        return Err(MineError::config(Input::Nonces, value, "the range is empty"));
     }
-    if request.slot.is_zero() {
-        return bad("--slot: must be longer than zero".into());
+    let ms = request.slot_length.as_secs_f64() * 1000.0;
+    if request.slot_length.is_zero() || ms > MAX_SLOT_LENGTH_MS as f64 {
+        let why = format!("must be longer than zero and at most {MAX_SLOT_LENGTH_MS} ms");
+        return Err(MineError::config(Input::SlotLength, format!("{ms} ms"), why));
     }
     Ok(())
 }

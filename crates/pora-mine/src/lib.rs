@@ -11,7 +11,9 @@
 //! and shapes the JSON records the CLI, the C ABI and the service share.
 
 mod config;
+pub mod defaults;
 pub mod devices;
+mod error;
 pub mod lanes;
 pub mod overlay;
 mod plan;
@@ -22,11 +24,15 @@ mod slot;
 mod verify;
 mod worker;
 
-pub use config::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS, MAX_TOTAL_CHAINS};
+pub use defaults::{
+    MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_SLOT_LENGTH_MS, MAX_THREADS, MAX_TOTAL_CHAINS,
+    NONCES_PER_SLOT, RANDOM_CHECKS, SLOT_LENGTH, SLOT_LENGTH_MS,
+};
+pub use error::{ErrorKind, MineError};
 pub use overlay::Overlay;
 pub use worker::MAX_RETRIES;
 
-use pora_core::{Address, NonceProof, ShardSet, H256, U256};
+use pora_core::{Address, Input, NonceProof, ShardSet, H256, U256};
 use pora_io::{Backend, BackendFactory};
 use std::ops::Range;
 use std::path::PathBuf;
@@ -88,7 +94,7 @@ impl MineConfig {
         MineConfig {
             threads,
             depth,
-            random_checks: 2,
+            random_checks: RANDOM_CHECKS,
             on_io_error: OnIoError::Retry,
             miner: None,
         }
@@ -110,11 +116,6 @@ impl MineConfig {
     }
 }
 
-/// es-node's nonces per shard and slot.
-pub const NONCES_PER_SLOT: u64 = 1 << 20;
-/// es-node's slot length.
-pub const SLOT: Duration = Duration::from_secs(12);
-
 /// What one slot mines: the same for every shard of the miner.
 ///
 /// ```
@@ -129,7 +130,7 @@ pub struct SlotRequest {
     /// Nonces of each shard's slot (`0..1_048_576` in production).
     pub nonces: Range<u64>,
     /// Slot length from the call; no read is issued after it.
-    pub slot: Duration,
+    pub slot_length: Duration,
     pub find: Find,
     /// `None`: no nonce is valid (throughput runs such as tune and bench).
     pub required_diff: Option<U256>,
@@ -143,7 +144,7 @@ impl SlotRequest {
         SlotRequest {
             randao,
             nonces: 0..NONCES_PER_SLOT,
-            slot: SLOT,
+            slot_length: SLOT_LENGTH,
             find: Find::First,
             required_diff: None,
             overlay: None,
@@ -155,8 +156,8 @@ impl SlotRequest {
         self
     }
 
-    pub fn with_slot(mut self, slot: Duration) -> Self {
-        self.slot = slot;
+    pub fn with_slot_length(mut self, slot_length: Duration) -> Self {
+        self.slot_length = slot_length;
         self
     }
 
@@ -234,51 +235,6 @@ pub struct SlotReport {
     /// Backends this process gave up on so far (reads stuck in the kernel of a dead or very slow
     /// device after the bounded wait), leaked rather than waited for: 0 on a healthy device.
     pub leaked_backends: u64,
-}
-
-/// Errors that stop a run.
-#[derive(Debug, thiserror::Error)]
-pub enum MineError {
-    #[error("invalid mining configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Io(#[from] pora_io::IoError),
-    #[error("{path}: read at offset {offset} failed: {why} (--on-io-error stop)")]
-    Read {
-        path: PathBuf,
-        offset: u64,
-        why: String,
-    },
-    #[error("--file group {group} (shard files): {source}")]
-    Shard {
-        group: usize,
-        source: pora_core::Error,
-    },
-    #[error("--file groups {first} and {second} both hold shard {shard}: mine each shard once")]
-    DuplicateShard {
-        first: usize,
-        second: usize,
-        shard: u64,
-    },
-    /// A sample read for a single nonce (`pora hash`, [`Miner::hash`]) failed.
-    #[error("{}: reading a sample at offset {offset} failed: {why}", path.display())]
-    Sample {
-        path: PathBuf,
-        offset: u64,
-        why: String,
-    },
-    #[error("no shard {0} is open here")]
-    UnknownShard(u64),
-    #[error("opening the shard files with --method {method}: {source}")]
-    Open {
-        method: pora_io::Method,
-        source: pora_io::IoError,
-    },
-    #[error(transparent)]
-    Profile(#[from] profile::ProfileError),
-    /// Another slot is running on this miner: one slot at a time per miner.
-    #[error("a slot is already running on this miner; wait for it or cancel it")]
-    Busy,
 }
 
 /// One nonce of `shard` through the plain single-nonce path (its files opened read-only for this
@@ -369,10 +325,11 @@ impl Miner {
     ) -> Result<Miner, MineError> {
         let paths = Miner::paths(&shards);
         if paths.len() > u32::MAX as usize {
-            return Err(MineError::Config(format!(
-                "{} files: too many",
-                paths.len()
-            )));
+            return Err(MineError::config(
+                Input::Files,
+                paths.len(),
+                "too many files",
+            ));
         }
         let mut file_bases = Vec::with_capacity(shards.len());
         let mut next = 0u32;
@@ -486,11 +443,11 @@ fn pool_states(
         config::validate(&knobs, pool.shards)?;
         let shards = start..start + pool.shards;
         let first_file = *file_bases.get(start).ok_or_else(|| {
-            MineError::Config(format!(
-                "the pools name {} shards, the miner has {}",
-                shards.end,
-                file_bases.len()
-            ))
+            MineError::config(
+                Input::Pools,
+                format!("name {} shards", shards.end),
+                format!("the miner has {}", file_bases.len()),
+            )
         })?;
         start = shards.end;
         states.push(PoolState {
@@ -502,10 +459,11 @@ fn pool_states(
         });
     }
     if start != file_bases.len() {
-        return Err(MineError::Config(format!(
-            "the pools name {start} shards, the miner has {}",
-            file_bases.len()
-        )));
+        return Err(MineError::config(
+            Input::Pools,
+            format!("name {start} shards"),
+            format!("the miner has {}", file_bases.len()),
+        ));
     }
     Ok(states)
 }

@@ -72,11 +72,11 @@ impl Overlay {
             .range(first_kv..first_kv + (1 << geometry.kv_entries_bits))
         {
             if bytes.len() != kv_size {
-                return Err(MineError::Config(format!(
-                    "overlay KV {kv_idx}: {} bytes, shard {} has {kv_size}-byte KVs",
-                    bytes.len(),
-                    geometry.shard_idx
-                )));
+                return Err(MineError::config(
+                    pora_core::Input::Overlay,
+                    format!("KV {kv_idx}: {} bytes", bytes.len()),
+                    format!("shard {} has {kv_size}-byte KVs", geometry.shard_idx),
+                ));
             }
             view.kvs.push(kv_idx);
             view.bytes.push(Arc::clone(bytes));

@@ -3,7 +3,7 @@
 //! Field names are camelCase; 256-bit values are 0x-hex (hashes) or decimal strings
 //! (`requiredDiff`), as es-node's tools print them.
 
-use crate::session::{choice_for, Choice};
+use crate::session::{choice_for, Choice, Session};
 use crate::{Bottleneck, SlotReport};
 use pora_core::difficulty::meets;
 use pora_core::{Address, NonceProof, H256, U256};
@@ -113,6 +113,58 @@ impl HashRecord {
             randao,
             required_diff: required.map(|r| r.to_string()),
             valid,
+        }
+    }
+}
+
+/// One opened shard: its index, files, miner and size.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardRecord {
+    pub shard: u64,
+    pub files: Vec<std::path::PathBuf>,
+    pub miner: Address,
+    pub kv_entries_bits: u32,
+    pub kv_size_bits: u32,
+}
+
+/// What a session opened, and how: `pora_open`'s answer, and the body of `pora_status`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord<'a> {
+    /// In the order slots report them: device by device, in the given order within a device
+    /// (the given order when all sit on one device).
+    pub shards: Vec<ShardRecord>,
+    /// The first device's choice (the only one when all shards sit on one device).
+    pub choice: &'a Choice,
+    /// One choice per device, each naming its device and shards.
+    pub choices: &'a [Choice],
+    pub random_checks: u32,
+    /// Things the user should know about how the session was opened, one line each.
+    pub notes: &'a [String],
+}
+
+impl<'a> SessionRecord<'a> {
+    pub fn new(session: &'a Session) -> Self {
+        let miner = session.miner();
+        let shards = miner
+            .shards()
+            .iter()
+            .map(|s| ShardRecord {
+                shard: s.geometry.shard_idx,
+                files: s.paths(),
+                miner: s.miner,
+                kv_entries_bits: s.geometry.kv_entries_bits,
+                kv_size_bits: s.geometry.kv_size_bits,
+            })
+            .collect();
+        SessionRecord {
+            shards,
+            // A session opens only with at least one shard, so with at least one choice.
+            choice: &session.choices()[0],
+            choices: session.choices(),
+            random_checks: miner.config().random_checks,
+            notes: session.notes(),
         }
     }
 }

@@ -11,7 +11,8 @@
 use crate::devices::{self, DeviceGroup};
 use crate::profile::{self, Lookup};
 use crate::{MineConfig, MineError, Miner, OnIoError, Pool, SlotReport, SlotRequest};
-use pora_core::{Address, NonceProof, ShardSet, H256};
+use crate::records::{HashRecord, SessionRecord};
+use pora_core::{Address, NonceProof, ShardSet, H256, U256};
 use pora_io::{IoConfig, Method};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -63,7 +64,7 @@ impl Default for OpenOptions {
             io: IoConfig::default(),
             threads: None,
             depth: None,
-            random_checks: 2,
+            random_checks: crate::RANDOM_CHECKS,
             on_io_error: OnIoError::Retry,
             miner: None,
             kv_entries_bits: None,
@@ -226,6 +227,32 @@ impl Session {
     pub fn hash(&self, shard_idx: u64, randao: &H256, nonce: u64) -> Result<NonceProof, MineError> {
         self.miner.hash(shard_idx, randao, nonce)
     }
+
+    /// [`Session::hash`] as every door answers it: with the miner address hash0 used (the
+    /// configured one, else the shard files') and, given `required`, whether the nonce is valid.
+    pub fn hash_record(
+        &self,
+        shard_idx: u64,
+        randao: &H256,
+        nonce: u64,
+        required: Option<U256>,
+    ) -> Result<HashRecord, MineError> {
+        let proof = self.hash(shard_idx, randao, nonce)?;
+        let files_miner = self
+            .miner
+            .shards()
+            .iter()
+            .find(|s| s.geometry.shard_idx == shard_idx)
+            .map(|s| s.miner)
+            .ok_or(MineError::UnknownShard(shard_idx))?;
+        let miner = self.miner.config().miner.unwrap_or(files_miner);
+        Ok(HashRecord::new(proof, shard_idx, miner, *randao, required))
+    }
+
+    /// What was opened, as the C ABI's `pora_open` and the service's `pora_status` answer it.
+    pub fn record(&self) -> SessionRecord<'_> {
+        SessionRecord::new(self)
+    }
 }
 
 /// The choice among `choices` that mines shard `shard`.
@@ -253,7 +280,7 @@ fn open_device(
     let (method, why) = match (options.io.method, &tuned) {
         (Method::Auto, Some(t)) => (t.method, "the tune profile's method".to_string()),
         (Method::Auto, None) => auto_method(&paths),
-        (m, _) => (m, format!("--method {m}")),
+        (m, _) => (m, format!("{} {m}", pora_core::Input::Method)),
     };
     let io = IoConfig {
         method,

@@ -72,7 +72,7 @@ pub fn mine_slot(
         required: request.required_diff.map(|r| r.to_be_bytes::<32>()),
         find: request.find,
         on_io_error: config.on_io_error,
-        deadline: start + request.slot,
+        deadline: start + request.slot_length,
         stop,
         abort: AtomicBool::new(false),
     };

@@ -1,15 +1,17 @@
-//! Absurd configurations are refused before anything is allocated, naming the flag.
+//! Absurd configurations are refused before anything is allocated, naming the input (each door
+//! names inputs in its own words; the library's are their keys).
 
 mod common;
 
 use common::*;
 use pora_io::SimConfig;
+use pora_core::Input;
 use pora_mine::{MineError, Miner};
 use std::time::Duration;
 
 type Mutation = Box<dyn FnOnce(&mut TestConfig)>;
 
-fn refused(mutate: Mutation) -> String {
+fn refused(mutate: Mutation) -> (Input, String) {
     let dir = tempfile::tempdir().unwrap();
     let paths = vec![write_shard(dir.path(), 0, 4, 1)];
     let mut cfg = config(1, 1, 0..100);
@@ -22,34 +24,40 @@ fn refused(mutate: Mutation) -> String {
     );
     let mined = built.and_then(|m| m.mine_slot(&cfg.request(randao(1)), &Default::default()));
     match mined {
-        Err(MineError::Config(msg)) => msg,
+        Err(e @ MineError::Config { input, .. }) => (input, e.to_string()),
         Err(e) => panic!("expected a configuration error, got {e}"),
         Ok(_) => panic!("configuration accepted"),
     }
 }
 
 #[test]
-fn absurd_values_name_their_flag() {
-    let cases: [(&str, Mutation); 9] = [
-        ("--depth 0", Box::new(|c| c.depth = 0)),
-        ("--depth 1000000000", Box::new(|c| c.depth = 1_000_000_000)),
-        ("--threads 1000000", Box::new(|c| c.threads = 1_000_000)),
-        ("--threads 0", Box::new(|c| c.threads = 0)),
+fn absurd_values_name_their_input() {
+    use Input::*;
+    let cases: [(Input, &str, Mutation); 10] = [
+        (Depth, "depth 0", Box::new(|c| c.depth = 0)),
+        (Depth, "depth 1000000000", Box::new(|c| c.depth = 1_000_000_000)),
+        (Threads, "threads 1000000", Box::new(|c| c.threads = 1_000_000)),
+        (Threads, "threads 0", Box::new(|c| c.threads = 0)),
         (
-            "--threads 1024 x --depth 65536",
+            Threads,
+            "threads 1024 x depth 65536",
             Box::new(|c| (c.threads, c.depth) = (1024, 65536)),
         ),
-        ("--random-checks 0", Box::new(|c| c.random_checks = 0)),
-        ("--random-checks 65", Box::new(|c| c.random_checks = 65)),
-        ("--nonces 5..5", Box::new(|c| c.nonces = 5..5)),
-        ("--slot", Box::new(|c| c.slot = Duration::ZERO)),
+        (RandomChecks, "random_checks 0", Box::new(|c| c.random_checks = 0)),
+        (RandomChecks, "random_checks 65", Box::new(|c| c.random_checks = 65)),
+        (Nonces, "nonces 5..5", Box::new(|c| c.nonces = 5..5)),
+        (SlotLength, "slot_length_ms 0 ms", Box::new(|c| c.slot = Duration::ZERO)),
+        (
+            SlotLength,
+            "slot_length_ms 86400001 ms",
+            Box::new(|c| c.slot = Duration::from_millis(86_400_001)),
+        ),
     ];
-    for (flag, mutate) in cases {
-        let msg = refused(mutate);
-        assert!(
-            msg.starts_with(flag),
-            "message for {flag} should name it: {msg}"
-        );
+    for (input, text, mutate) in cases {
+        let (refused_input, msg) = refused(mutate);
+        assert_eq!(refused_input, input, "{msg}");
+        let msg = msg.trim_start_matches("invalid mining configuration: ");
+        assert!(msg.starts_with(text), "message for {text} should name it: {msg}");
     }
 }
 
@@ -64,5 +72,5 @@ fn no_shard_is_refused() {
     )
     .err()
     .unwrap();
-    assert!(err.to_string().contains("--file"), "{err}");
+    assert!(err.to_string().contains("files: no shard to mine"), "{err}");
 }

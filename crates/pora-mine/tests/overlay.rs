@@ -192,7 +192,9 @@ fn an_overlay_kv_of_the_wrong_size_is_an_error_naming_it() {
     overlay.insert(100, vec![0u8; 4095]);
     let request = cfg.request(randao(1)).with_overlay(Some(Arc::new(overlay)));
     match miner.mine_slot(&request, &AtomicBool::new(false)) {
-        Err(MineError::Config(why)) => assert!(why.contains("overlay KV 100: 4095 bytes"), "{why}"),
+        Err(e @ MineError::Config { .. }) => {
+            assert!(e.to_string().contains("overlay KV 100: 4095 bytes"), "{e}")
+        }
         other => panic!("expected a config error, got {other:?}"),
     }
 }

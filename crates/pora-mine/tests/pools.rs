@@ -177,10 +177,10 @@ fn pools_must_partition_the_shards() {
         Err(e) => e.to_string(),
         Ok(_) => panic!("accepted"),
     };
-    assert!(refused(vec![pool(2, 4)]).contains("the pools name 2 shards, the miner has 3"));
+    assert!(refused(vec![pool(2, 4)]).contains("pools name 2 shards: the miner has 3"));
     assert!(refused(vec![pool(2, 4), pool(2, 4)]).contains("the miner has 3"));
     assert!(refused(vec![pool(1, 4), pool(0, 4), pool(2, 4)]).contains("no shard to mine"));
     // Each pool needs a read in flight per shard.
     assert!(refused(vec![pool(1, 4), pool(2, 1)]).contains("every shard needs at least one"));
-    assert!(refused(Vec::new()).contains("the pools name 0 shards"));
+    assert!(refused(Vec::new()).contains("pools name 0 shards"));
 }

@@ -13,7 +13,9 @@ use crate::create::{allocated_len, open_for_create, CreateSpec};
 use crate::encoded::EMPTY_META;
 use crate::error::{ensure, PrepareError, Result};
 use crate::OnProgress;
-use pora_core::header::{Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_READY};
+use pora_core::header::{
+    Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_OFFSET, STATUS_READY,
+};
 use pora_core::EncodeType;
 use pora_encode::{encode_key, MASK_BYTES};
 use std::collections::BTreeMap;
@@ -32,7 +34,7 @@ const SYNC_EVERY_KVS: usize = 2048;
 /// Filled KVs re-checked by a resumed fill before continuing.
 const RECHECK_KVS: usize = 32;
 /// Byte offset of the header's status field.
-const STATUS_AT: usize = 84;
+const STATUS_AT: usize = STATUS_OFFSET as usize;
 
 /// The options only the empty fill has.
 #[derive(Clone, Debug, Default)]

@@ -94,7 +94,7 @@ async fn mine_slot(service: &Arc<Service>, mut params: Params) -> Result<Value, 
     params.finish()?;
     let request = SlotRequest::new(randao)
         .with_nonces(start..end)
-        .with_slot(Duration::from_millis(slot_ms))
+        .with_slot_length(Duration::from_millis(slot_ms))
         .with_find(find)
         .with_required_diff(required);
     service.mine_slot(request).await

@@ -7,7 +7,8 @@ use pora_core::difficulty::{
     expected_diff, parse_u256, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
     DEFAULT_MINIMUM_DIFF,
 };
-use pora_core::{Address, H256, U256};
+use pora_core::{Address, Input, H256, U256};
+use std::borrow::Cow;
 use pora_io::Method;
 use pora_mine::session::{OpenOptions, ProfileSource};
 use pora_mine::OnIoError;
@@ -192,5 +193,16 @@ impl clap::Args for ShardFiles {
     }
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         Self::augment_args(cmd)
+    }
+}
+
+/// How the library's errors name an input here: by the flag that sets it.
+pub fn flag_name(input: Input) -> Cow<'static, str> {
+    match input {
+        Input::Files => "--file".into(),
+        Input::SlotLength => "--slot".into(),
+        // Set by no flag: the library's own words.
+        Input::Overlay | Input::Pools => input.key().into(),
+        _ => format!("--{}", input.key().replace('_', "-")).into(),
     }
 }

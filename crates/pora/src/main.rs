@@ -57,6 +57,7 @@ enum Command {
 
 fn main() -> ExitCode {
     pora_io::restore_default_sigpipe();
+    pora_core::input::name_inputs(common::flag_name);
     // clap prints only its version string; `--version` (and `-V`, on every subcommand too) gets
     // the build's kernel and I/O facts instead, computed only when asked (the io_uring probe
     // creates a ring).

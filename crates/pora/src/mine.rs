@@ -114,7 +114,7 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     for slot in 0..args.slots {
         let request = SlotRequest::new(slot_randao(&args, slot))
             .with_nonces(args.nonces.clone())
-            .with_slot(args.slot)
+            .with_slot_length(args.slot)
             .with_find(args.find)
             .with_required_diff(required_diff);
         if let Some(m) = &metrics {

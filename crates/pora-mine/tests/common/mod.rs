@@ -151,7 +151,7 @@ impl TestConfig {
     pub fn request(&self, randao: H256) -> SlotRequest {
         SlotRequest::new(randao)
             .with_nonces(self.nonces.clone())
-            .with_slot(self.slot)
+            .with_slot_length(self.slot)
             .with_find(self.find)
             .with_required_diff(self.required_diff)
     }

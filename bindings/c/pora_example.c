@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     params.randao = (PoraBytes){randao, 32};
     params.nonce_start = 17;
     params.nonce_end = 18;
-    params.deadline_ms = 60000;
+    params.slot_length_ms = PORA_DEFAULT_SLOT_LENGTH_MS;
     params.find = PORA_FIND_ALL;
     params.difficulty.kind = PORA_DIFF_KIND_REQUIRED;
     memset(params.difficulty.required_diff, 0xff, 32); /* every nonce valid */

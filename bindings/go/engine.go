@@ -151,7 +151,7 @@ func (e *Engine) MineTask(task Task, running func() bool) (TaskResult, error) {
 		NonceEnd:   task.NonceEnd,
 		Find:       FindFirst,
 		Difficulty: &Difficulty{RequiredDiff: task.RequiredDiff},
-		Slot:       task.BlockNumber,
+		SlotNumber: task.BlockNumber,
 		Overlay:    e.overlay,
 	})
 	wasStopped := stopped()

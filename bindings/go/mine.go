@@ -51,19 +51,22 @@ type ShardSlot struct {
 	ElapsedSec  float64 `json:"elapsedSec"`
 	SamplesRead uint64  `json:"samplesRead"`
 	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
-	SamplesFromOverlay uint64       `json:"samplesFromOverlay"`
-	SamplesPerSec      float64      `json:"samplesPerSec"`
-	Method             string       `json:"method"`
-	Threads            int          `json:"threads"`
-	Depth              int          `json:"depth"`
-	Device             *string      `json:"device"` // the shard's device pool; nil when unknown
-	IOErrors           uint64       `json:"ioErrors"`
-	ChangedDuringSlot  uint64       `json:"changedDuringSlot"`
-	Bottleneck         string       `json:"bottleneck"`
-	IOWaitFraction     float64      `json:"ioWaitFraction"`
-	CPUBusyFraction    float64      `json:"cpuBusyFraction"`
-	Interrupted        bool         `json:"interrupted"`
-	Found              []NonceProof `json:"found"`
+	SamplesFromOverlay uint64  `json:"samplesFromOverlay"`
+	SamplesPerSec      float64 `json:"samplesPerSec"`
+	Method             string  `json:"method"`
+	Threads            int     `json:"threads"`
+	Depth              int     `json:"depth"`
+	Device             *string `json:"device"` // the shard's device pool; nil when unknown
+	IOErrors           uint64  `json:"ioErrors"`
+	ChangedDuringSlot  uint64  `json:"changedDuringSlot"`
+	Bottleneck         string  `json:"bottleneck"`
+	IOWaitFraction     float64 `json:"ioWaitFraction"`
+	CPUBusyFraction    float64 `json:"cpuBusyFraction"`
+	Interrupted        bool    `json:"interrupted"`
+	// LeakedBackends are the backends this process gave up on so far (reads stuck in a dead
+	// device's kernel queue): 0 on a healthy device.
+	LeakedBackends uint64       `json:"leakedBackends"`
+	Found          []NonceProof `json:"found"`
 	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
 	Raw json.RawMessage `json:"-"`
 }
@@ -85,19 +88,31 @@ type SlotRequest struct {
 	Find Find
 	// Difficulty; nil = no nonce is valid (throughput runs).
 	Difficulty *Difficulty
-	// Slot is written into each record's slot field.
-	Slot uint64
-	// Duration is the slot length when the context has no deadline (0 = 12 s, es-node's slot).
-	Duration time.Duration
+	// SlotNumber is written into each record's slot field.
+	SlotNumber uint64
+	// SlotLength is the slot length when the context has no deadline (0 = DefaultSlotLength).
+	SlotLength time.Duration
 	// Overlay, when set, holds KVs sampled from memory instead of the files (es-node's cache).
 	Overlay *Overlay
 }
 
-// DefaultNonces is es-node's nonces per shard and slot.
-const DefaultNonces = 1 << 20
-
-// DefaultSlot is es-node's slot length.
-const DefaultSlot = 12 * time.Second
+// es-node's slot and pora's limits, as the library states them (pora.h's PORA_DEFAULT_* and
+// PORA_MAX_*).
+const (
+	// DefaultNonces is es-node's nonces per shard and slot.
+	DefaultNonces = C.PORA_DEFAULT_NONCES_PER_SLOT
+	// DefaultSlotLength is es-node's slot length.
+	DefaultSlotLength = C.PORA_DEFAULT_SLOT_LENGTH_MS * time.Millisecond
+	// MaxSlotLength is the longest slot one call mines.
+	MaxSlotLength = C.PORA_MAX_SLOT_LENGTH_MS * time.Millisecond
+	// DefaultRandomChecks is es-node's samples per nonce (Options.RandomChecks 0).
+	DefaultRandomChecks = C.PORA_DEFAULT_RANDOM_CHECKS
+	// DefaultCutoff, DefaultDiffAdjDivisor and DefaultMinimumDiff are es-node's difficulty
+	// inputs (Difficulty's zero values).
+	DefaultCutoff         = C.PORA_DEFAULT_CUTOFF
+	DefaultDiffAdjDivisor = C.PORA_DEFAULT_DIFF_ADJ_DIVISOR
+	DefaultMinimumDiff    = C.PORA_DEFAULT_MINIMUM_DIFF
+)
 
 // MineSlot mines one slot on every shard. The context's deadline is the slot deadline (no read
 // is issued after it); cancelling the context stops the slot within about 50 ms and returns the
@@ -188,9 +203,9 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	if start == 0 && end == 0 {
 		end = DefaultNonces
 	}
-	slot := r.Duration
+	slot := r.SlotLength
 	if slot == 0 {
-		slot = DefaultSlot
+		slot = DefaultSlotLength
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		slot = time.Until(deadline)
@@ -211,9 +226,9 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	p.randao = randao
 	p.nonce_start = C.uint64_t(start)
 	p.nonce_end = C.uint64_t(end)
-	p.deadline_ms = C.uint64_t(slot / time.Millisecond)
+	p.slot_length_ms = C.uint64_t(slot / time.Millisecond)
 	p.find = C.uint32_t(r.Find)
-	p.slot = C.uint64_t(r.Slot)
+	p.slot_number = C.uint64_t(r.SlotNumber)
 	p.difficulty = diff
 	p.overlay = overlay
 	return p, owned, nil

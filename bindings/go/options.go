@@ -18,13 +18,13 @@ import (
 
 // Options say how to open a shard set. The zero value means pora's defaults: method auto, the
 // tune profile beside the first file when present, threads and depth from the profile or the
-// method, 2 samples per nonce, retry failed reads.
+// method, DefaultRandomChecks samples per nonce, retry failed reads.
 type Options struct {
 	// Method is an access method as `pora mine --method` takes it ("" = "auto").
 	Method string
 	// Threads and Depth: 0 = the profile's, else the method's default.
 	Threads, Depth int
-	// RandomChecks is the samples per nonce (0 = 2).
+	// RandomChecks is the samples per nonce (0 = DefaultRandomChecks).
 	RandomChecks int
 	// OnIOError is "retry" (default), "skip" or "stop".
 	OnIOError string
@@ -128,7 +128,8 @@ type Difficulty struct {
 	// Difficulty and Interval (blockTime - lastMineTime, s), when Difficulty is set.
 	Difficulty *big.Int
 	Interval   uint64
-	// Cutoff (0 = 7200), DiffAdjDivisor (0 = 32), MinimumDiff (nil = 10485760).
+	// Cutoff (0 = DefaultCutoff), DiffAdjDivisor (0 = DefaultDiffAdjDivisor), MinimumDiff
+	// (nil = DefaultMinimumDiff).
 	Cutoff, DiffAdjDivisor uint64
 	MinimumDiff            *big.Int
 }

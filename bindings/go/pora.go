@@ -93,6 +93,14 @@ var (
 	ErrPanic           = &Error{Status: StatusPanic}
 )
 
+// pora's messages name the Go fields a caller set (Threads, SlotLength), not the C structs'.
+func init() {
+	var out C.PoraBuf
+	if _, err := result("name_inputs", C.pora_name_inputs(C.PORA_INPUT_NAMES_GO, &out), &out); err != nil {
+		panic(err) // a known constant: only a library from another ABI refuses it
+	}
+}
+
 // LibraryABIVersion is the ABI version of the linked libpora; it must equal ABIVersion.
 func LibraryABIVersion() uint32 {
 	return uint32(C.pora_abi_version())
@@ -143,6 +151,25 @@ type Choice struct {
 	IO string `json:"io"`
 }
 
+// ShardInfo is one opened shard: its index, data files, miner and size.
+type ShardInfo struct {
+	Shard         uint64   `json:"shard"`
+	Files         []string `json:"files"`
+	Miner         string   `json:"miner"`
+	KVEntriesBits uint32   `json:"kvEntriesBits"`
+	KVSizeBits    uint32   `json:"kvSizeBits"`
+}
+
+// openRecord is pora_open's answer: what was opened and how (the library's SessionRecord, also
+// the body of the service's pora_status).
+type openRecord struct {
+	Shards       []ShardInfo `json:"shards"`
+	Choice       Choice      `json:"choice"`
+	Choices      []Choice    `json:"choices"`
+	RandomChecks int         `json:"randomChecks"`
+	Notes        []string    `json:"notes"`
+}
+
 // Shards is an opened shard set. Safe for concurrent use; one slot runs at a time (a second
 // MineSlot while one runs returns ErrBusy).
 type Shards struct {
@@ -156,8 +183,14 @@ type Shards struct {
 	// ShardIdxs is the shard index of each group given to Open, in the order slots report
 	// them: device by device, in the given order within a device.
 	ShardIdxs []uint64
+	// Info describes each shard, in the order of ShardIdxs.
+	Info []ShardInfo
+	// RandomChecks is the samples per nonce the set mines with.
+	RandomChecks int
 	// Notes are things the user should know about how the set was opened (a stale profile...).
 	Notes []string
+	// Raw is pora_open's answer as pora produced it.
+	Raw json.RawMessage
 }
 
 // Open opens shard files read-only: each group is the data files of one shard (one `--file` of
@@ -202,18 +235,16 @@ func Open(groups [][]string, opts Options) (*Shards, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shards{id: id}
-	var info struct {
-		Shards  []uint64 `json:"shards"`
-		Choice  Choice   `json:"choice"`
-		Choices []Choice `json:"choices"`
-		Notes   []string `json:"notes"`
-	}
+	s := &Shards{id: id, Raw: data}
+	var info openRecord
 	if err := json.Unmarshal(data, &info); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("pora open: reading the result: %w", err)
 	}
-	s.ShardIdxs, s.Choice, s.Choices, s.Notes = info.Shards, info.Choice, info.Choices, info.Notes
+	s.Choice, s.Choices, s.Info, s.RandomChecks, s.Notes = info.Choice, info.Choices, info.Shards, info.RandomChecks, info.Notes
+	for _, shard := range info.Shards {
+		s.ShardIdxs = append(s.ShardIdxs, shard.Shard)
+	}
 	runtime.SetFinalizer(s, (*Shards).Close)
 	return s, nil
 }

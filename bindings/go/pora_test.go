@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -126,7 +127,7 @@ func TestFindAllEqualsPoraMineForEveryMethod(t *testing.T) {
 			t.Logf("SKIP: method %s: %v", method, err)
 			continue
 		}
-		report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 100, NonceEnd: 612, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, Duration: time.Minute})
+		report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 100, NonceEnd: 612, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
 		s.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", method, err)
@@ -282,7 +283,7 @@ func simShards(t testing.TB, path string, latency time.Duration) *Shards {
 
 // longSlot is a slot that would run for minutes on the slow simulated disk.
 func longSlot() SlotRequest {
-	return SlotRequest{Randao: bytes.Repeat([]byte{1}, 32), NonceStart: 0, NonceEnd: 1 << 30, Find: FindBest, Duration: 10 * time.Minute}
+	return SlotRequest{Randao: bytes.Repeat([]byte{1}, 32), NonceStart: 0, NonceEnd: 1 << 30, Find: FindBest, SlotLength: 10 * time.Minute}
 }
 
 func TestCloseDuringMineSlot(t *testing.T) {
@@ -316,7 +317,7 @@ func startLongSlot(t testing.TB, s *Shards) <-chan error {
 		// a whole (short) slot, and probing back to back starves the long slot on a loaded machine.
 		for i := 0; i < 50; i++ {
 			time.Sleep(50 * time.Millisecond)
-			_, err := s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 1, Duration: time.Second})
+			_, err := s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 1, SlotLength: time.Second})
 			if errors.Is(err, ErrBusy) {
 				return done
 			}
@@ -385,7 +386,7 @@ func TestTwoHandlesMineConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func(i int, s *Shards) {
 			defer wg.Done()
-			reports[i], errs[i] = s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{7}, 32), NonceStart: 0, NonceEnd: 2000, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, Duration: time.Minute})
+			reports[i], errs[i] = s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{7}, 32), NonceStart: 0, NonceEnd: 2000, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
 		}(i, s)
 	}
 	wg.Wait()
@@ -448,7 +449,7 @@ func TestMemoryFlatOverOpenMineCloseCycles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 16, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, Duration: time.Minute}); err != nil {
+		if _, err := s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 16, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Close(); err != nil {
@@ -471,5 +472,62 @@ func TestMemoryFlatOverOpenMineCloseCycles(t *testing.T) {
 	t.Logf("RSS over 1000 open/mine/close cycles: %d KiB -> %d KiB", before, after)
 	if after-before > 8*1024 {
 		t.Errorf("RSS grew by %d KiB over 1000 cycles: something leaks", after-before)
+	}
+}
+
+// strict decodes raw into v refusing fields v lacks: a record the library grew without the Go
+// type growing too fails here, not silently in a caller.
+func strict(t *testing.T, what string, raw []byte, v interface{}) {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		t.Errorf("%s: the Go type lacks a field of the library's record: %v\n%s", what, err, raw)
+	}
+}
+
+// TestRecordsMatchTheLibrary: the open answer, a slot's shard records and a hash record decode
+// into the Go types with unknown fields refused.
+func TestRecordsMatchTheLibrary(t *testing.T) {
+	paths := smallShards(t)
+	s, err := Open([][]string{{paths[0]}, {paths[1]}}, Options{Method: "pread", Threads: 2, Depth: 4, IgnoreProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	strict(t, "open", s.Raw, &openRecord{})
+	if len(s.Info) != 2 || s.Info[1].Shard != s.ShardIdxs[1] || len(s.Info[0].Files) != 1 || s.RandomChecks != DefaultRandomChecks {
+		t.Errorf("open: Info %+v, RandomChecks %d", s.Info, s.RandomChecks)
+	}
+	randao := bytes.Repeat([]byte{9}, 32)
+	report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceEnd: 64, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, shard := range report.Shards {
+		strict(t, fmt.Sprintf("shard record %d", i), shard.Raw, &ShardSlot{})
+	}
+	h, err := s.HashWithDifficulty(s.ShardIdxs[0], randao, 3, &Difficulty{RequiredDiff: findAllDiff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict(t, "hash", h.Raw, &HashRecord{})
+}
+
+// TestMessagesNameGoFields: a value the library refuses is named as the Go caller set it.
+func TestMessagesNameGoFields(t *testing.T) {
+	paths := smallShards(t)
+	_, err := Open([][]string{{paths[0]}}, Options{Method: "pread", Threads: 2, Depth: 4, RandomChecks: 65, IgnoreProfile: true})
+	if err == nil || !strings.Contains(err.Error(), "RandomChecks 65") || strings.Contains(err.Error(), "--") {
+		t.Errorf("RandomChecks 65: %v", err)
+	}
+	s, err := Open([][]string{{paths[0]}}, Options{Method: "pread", Threads: 1, Depth: 1, IgnoreProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.MineSlot(context.Background(), SlotRequest{Randao: make([]byte, 32), NonceEnd: 4, SlotLength: MaxSlotLength + time.Second})
+	if err == nil || !strings.Contains(err.Error(), "SlotLength") {
+		t.Errorf("SlotLength above MaxSlotLength: %v", err)
 	}
 }

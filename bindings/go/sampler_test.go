@@ -153,7 +153,7 @@ func BenchmarkMineSlot(b *testing.B) {
 	start := time.Now()
 	var samples uint64
 	for i := 0; i < b.N; i++ {
-		r, err := s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{byte(i)}, 32), NonceStart: 0, NonceEnd: *benchNonces, Duration: time.Hour, Overlay: overlay})
+		r, err := s.MineSlot(context.Background(), SlotRequest{Randao: bytes.Repeat([]byte{byte(i)}, 32), NonceStart: 0, NonceEnd: *benchNonces, SlotLength: time.Hour, Overlay: overlay})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func BenchmarkMineSlotCrossing(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	req := SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 4, Duration: time.Minute}
+	req := SlotRequest{Randao: make([]byte, 32), NonceStart: 0, NonceEnd: 4, SlotLength: time.Minute}
 	calls := make([]float64, 0, b.N)
 	inside := make([]float64, 0, b.N)
 	b.ResetTimer()

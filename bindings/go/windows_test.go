@@ -50,7 +50,7 @@ func TestWindowsMethodsFindAllEqualsPoraExe(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a Windows method must open on Windows: %v", err)
 			}
-			report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 0, NonceEnd: 768, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, Duration: time.Minute})
+			report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 0, NonceEnd: 768, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
 			if cerr := s.Close(); cerr != nil {
 				t.Fatal(cerr)
 			}

@@ -27,7 +27,11 @@ pub fn expected_diff(p: &DiffParams) -> Result<U256> {
         return Err(Error::bad_value(Input::Cutoff, "0", "must be positive"));
     }
     if p.diff_adj_divisor == 0 {
-        return Err(Error::bad_value(Input::DiffAdjDivisor, "0", "must be positive"));
+        return Err(Error::bad_value(
+            Input::DiffAdjDivisor,
+            "0",
+            "must be positive",
+        ));
     }
     let x = p.interval / p.cutoff;
     let divisor = U256::from(p.diff_adj_divisor);

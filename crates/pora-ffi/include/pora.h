@@ -29,7 +29,7 @@
 
 // Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 // Callers compare [`pora_abi_version`] with the header's value before anything else.
-#define PORA_ABI_VERSION 2
+#define PORA_ABI_VERSION 3
 
 // Length in bytes of a randao (a 32-byte hash).
 #define PORA_RANDAO_LEN 32
@@ -47,6 +47,37 @@
 // Length in bytes of the commit `pora_encode_key` takes (es-node's `common.Hash`; only the first
 // 24 bytes enter the key).
 #define PORA_COMMIT_LEN 32
+
+// es-node's nonces per shard and slot: `nonce_end` when a caller has no other range.
+#define PORA_DEFAULT_NONCES_PER_SLOT 1048576
+
+// es-node's slot length, milliseconds: `PoraSlotParams.slot_length_ms` when a caller has no
+// other.
+#define PORA_DEFAULT_SLOT_LENGTH_MS 12000
+
+// Longest slot one call mines, milliseconds (one day).
+#define PORA_MAX_SLOT_LENGTH_MS 86400000
+
+// Samples per nonce when `PoraOpenOptions.random_checks` is 0.
+#define PORA_DEFAULT_RANDOM_CHECKS 2
+
+// Most samples per nonce.
+#define PORA_MAX_RANDOM_CHECKS 64
+
+// Most worker threads.
+#define PORA_MAX_THREADS 1024
+
+// Most reads in flight per thread.
+#define PORA_MAX_DEPTH 65536
+
+// es-node's cutoff, seconds: `PoraDifficulty.cutoff` when 0.
+#define PORA_DEFAULT_CUTOFF 7200
+
+// es-node's diffAdjDivisor: `PoraDifficulty.diff_adj_divisor` when 0.
+#define PORA_DEFAULT_DIFF_ADJ_DIVISOR 32
+
+// es-node's minimumDiff: `PoraDifficulty.minimum_diff` when all zero.
+#define PORA_DEFAULT_MINIMUM_DIFF 10485760
 
 // What a call did. Every status but `Ok` comes with a message in the call's `out` buffer.
 typedef enum PoraStatus {
@@ -110,6 +141,14 @@ typedef enum PoraProfileSource {
   PORA_PROFILE_SOURCE_IGNORE = 2,
 } PoraProfileSource;
 
+// Values of `pora_name_inputs`'s `names`.
+typedef enum PoraInputNames {
+  // The C structs' field names (the default).
+  PORA_INPUT_NAMES_C = 0,
+  // The Go package's field names.
+  PORA_INPUT_NAMES_GO = 1,
+} PoraInputNames;
+
 // Bytes allocated by pora (a JSON result or an error message, UTF-8, not NUL-terminated).
 // Empty is `{NULL, 0}`. Free with [`pora_buf_free`] once.
 typedef struct PoraBuf {
@@ -132,7 +171,7 @@ typedef struct PoraOpenOptions {
   uint32_t threads;
   // Reads in flight per thread; 0 = the profile's, else the method's default.
   uint32_t depth;
-  // Samples per nonce; 0 = 2 (production).
+  // Samples per nonce; 0 = `PORA_DEFAULT_RANDOM_CHECKS` (es-node's).
   uint32_t random_checks;
   // A `PoraOnIoError` value.
   uint32_t on_io_error;
@@ -162,11 +201,11 @@ typedef struct PoraDifficulty {
   uint8_t difficulty[32];
   // For `PORA_DIFF_KIND_INPUTS`: blockTime - lastMineTime, seconds.
   uint64_t interval;
-  // For `PORA_DIFF_KIND_INPUTS`: 0 = 7200.
+  // For `PORA_DIFF_KIND_INPUTS`: 0 = `PORA_DEFAULT_CUTOFF`.
   uint64_t cutoff;
-  // For `PORA_DIFF_KIND_INPUTS`: 0 = 32.
+  // For `PORA_DIFF_KIND_INPUTS`: 0 = `PORA_DEFAULT_DIFF_ADJ_DIVISOR`.
   uint64_t diff_adj_divisor;
-  // For `PORA_DIFF_KIND_INPUTS`: all zero = 10485760.
+  // For `PORA_DIFF_KIND_INPUTS`: all zero = `PORA_DEFAULT_MINIMUM_DIFF`.
   uint8_t minimum_diff[32];
 } PoraDifficulty;
 
@@ -177,12 +216,13 @@ typedef struct PoraSlotParams {
   // Nonces `nonce_start .. nonce_end` (end exclusive, start < end).
   uint64_t nonce_start;
   uint64_t nonce_end;
-  // Slot length from the call, milliseconds (> 0): no read is issued after it.
-  uint64_t deadline_ms;
+  // Slot length from the call, milliseconds (1 ..= `PORA_MAX_SLOT_LENGTH_MS`; es-node's is
+  // `PORA_DEFAULT_SLOT_LENGTH_MS`): no read is issued after it.
+  uint64_t slot_length_ms;
   // A `PoraFind` value.
   uint32_t find;
-  // The slot number written into each record's `slot` field.
-  uint64_t slot;
+  // The slot's number, written into each record's `slot` field.
+  uint64_t slot_number;
   struct PoraDifficulty difficulty;
   // An overlay from `pora_overlay_new` whose KVs this slot samples from memory; 0 = none.
   uint64_t overlay;
@@ -289,8 +329,9 @@ uint32_t pora_abi_version(void);
 // Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
 // `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
 // may be null for the defaults. On success `*handle` is the set's id and `out` holds
-// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why,device,shards,io},
-// "choices":[one such per device],"notes":[...]}`.
+// `{"shards":[{shard,files,miner,kvEntriesBits,kvSizeBits} per group],"choice":{method,threads,
+// depth,profile,why,device,shards,io},"choices":[one such per device],"randomChecks":N,
+// "notes":[...]}`: `pora_mine::records::SessionRecord`, as `pora_status` of the service.
 //
 // # Safety
 // Pointers must be null or valid for their lengths; `handle` and `out` writable.
@@ -356,6 +397,13 @@ enum PoraStatus pora_cancel(uint64_t token, struct PoraBuf *out);
 // # Safety
 // `out` must be writable.
 enum PoraStatus pora_cancel_free(uint64_t token, struct PoraBuf *out);
+
+// Sets how this process's messages name inputs: a `PoraInputNames` value. Call it once, before
+// anything else (the Go package does, at init).
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_name_inputs(uint32_t names, struct PoraBuf *out);
 
 // A new, empty overlay in `*overlay`.
 //

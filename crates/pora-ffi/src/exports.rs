@@ -7,9 +7,9 @@ use crate::guard::{self, Failure, Outcome};
 use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
 use crate::registry::{self, lock, Shards};
 use crate::{PoraStatus, PORA_ABI_VERSION};
-use pora_mine::records::{HashRecord, ShardSlotRecord};
-use pora_mine::session::{Choice, Session};
-use pora_mine::MineError;
+use pora_mine::records::ShardSlotRecord;
+use pora_mine::session::Session;
+use pora_mine::{ErrorKind, MineError};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,19 +19,6 @@ use std::sync::Arc;
 #[no_mangle]
 pub extern "C" fn pora_abi_version() -> u32 {
     PORA_ABI_VERSION
-}
-
-/// What `pora_open` returns: how the set was opened and what the user should know.
-#[derive(Serialize)]
-struct OpenRecord<'a> {
-    /// The shard index of each group, in the order slots report them: device by device, in the
-    /// given order within a device (the given order when all sit on one device).
-    shards: Vec<u64>,
-    /// The first device's choice (the only one when all shards sit on one device).
-    choice: Option<&'a Choice>,
-    /// One choice per device, each naming its device and shards.
-    choices: &'a [Choice],
-    notes: &'a [String],
 }
 
 /// What `pora_mine_slot` returns.
@@ -48,19 +35,11 @@ fn json(value: &impl Serialize) -> Outcome {
 }
 
 fn mine_failure(e: MineError) -> Failure {
-    let status = match &e {
-        MineError::Busy => PoraStatus::Busy,
-        MineError::Io(_)
-        | MineError::Read { .. }
-        | MineError::Sample { .. }
-        | MineError::Open { .. } => PoraStatus::Io,
-        // A file that cannot be opened or read is an I/O failure, not a bad shard.
-        MineError::Shard {
-            source: pora_core::Error::Io { .. },
-            ..
-        } => PoraStatus::Io,
-        MineError::Shard { .. } | MineError::DuplicateShard { .. } => PoraStatus::Shard,
-        _ => PoraStatus::InvalidArgument,
+    let status = match e.kind() {
+        ErrorKind::InvalidInput | ErrorKind::UnknownShard => PoraStatus::InvalidArgument,
+        ErrorKind::Shard => PoraStatus::Shard,
+        ErrorKind::Io => PoraStatus::Io,
+        ErrorKind::Busy => PoraStatus::Busy,
     };
     Failure::new(status, e.to_string())
 }
@@ -68,8 +47,9 @@ fn mine_failure(e: MineError) -> Failure {
 /// Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
 /// `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`
 /// may be null for the defaults. On success `*handle` is the set's id and `out` holds
-/// `{"shards":[shard index of each group],"choice":{method,threads,depth,profile,why,device,shards,io},
-/// "choices":[one such per device],"notes":[...]}`.
+/// `{"shards":[{shard,files,miner,kvEntriesBits,kvSizeBits} per group],"choice":{method,threads,
+/// depth,profile,why,device,shards,io},"choices":[one such per device],"randomChecks":N,
+/// "notes":[...]}`: `pora_mine::records::SessionRecord`, as `pora_status` of the service.
 ///
 /// # Safety
 /// Pointers must be null or valid for their lengths; `handle` and `out` writable.
@@ -94,17 +74,7 @@ pub unsafe extern "C" fn pora_open(
             None => Default::default(),
         };
         let session = Session::open(&groups, &options).map_err(mine_failure)?;
-        let result = json(&OpenRecord {
-            shards: session
-                .miner()
-                .shards()
-                .iter()
-                .map(|s| s.geometry.shard_idx)
-                .collect(),
-            choice: session.choices().first(),
-            choices: session.choices(),
-            notes: session.notes(),
-        })?;
+        let result = json(&session.record())?;
         *handle = registry::add_shards(Shards::new(session));
         Ok(result)
     })
@@ -182,19 +152,8 @@ pub unsafe extern "C" fn pora_hash(
             Some(d) => d.required()?,
             None => None,
         };
-        let miner = set.session.miner();
-        let proof = set
-            .session
-            .hash(shard, &randao, nonce)
-            .map_err(mine_failure)?;
-        let files_miner = miner
-            .shards()
-            .iter()
-            .find(|s| s.geometry.shard_idx == shard)
-            .map(|s| s.miner)
-            .ok_or_else(|| Failure::invalid(format!("no shard {shard} is open here")))?;
-        let address = miner.config().miner.unwrap_or(files_miner);
-        json(&HashRecord::new(proof, shard, address, randao, required))
+        let record = set.session.hash_record(shard, &randao, nonce, required);
+        json(&record.map_err(mine_failure)?)
     })
 }
 
@@ -234,7 +193,8 @@ pub unsafe extern "C" fn pora_mine_slot(
                 format!("shard handle {handle:#x} was closed while the slot ran; its results are discarded"),
             ));
         }
-        let records = ShardSlotRecord::from_report(params.slot, &report, set.session.choices());
+        let records =
+            ShardSlotRecord::from_report(params.slot_number, &report, set.session.choices());
         json(&SlotRecords {
             shards: &records,
             io_error_messages: &report.io_error_messages,

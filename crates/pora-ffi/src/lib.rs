@@ -16,23 +16,29 @@
 //! - Shard sets and cancel tokens are 64-bit ids in a registry ([`registry`]), with the kind in
 //!   the top byte and never reused: use after close, double close and wrong-kind ids are
 //!   detected.
+//! - Defaults and limits are the library's, exported as `PORA_DEFAULT_*` / `PORA_MAX_*`
+//!   ([`defaults`]); messages name the C fields (or the Go package's, [`names`]).
 //! - Every entry point runs inside [`guard::call`]: a panic becomes [`PoraStatus::Panic`] with
 //!   its formatted message, never unwinds into C and never aborts.
 
 mod buf;
+mod defaults;
 mod encode;
 mod exports;
 mod guard;
+mod names;
 mod overlay;
 mod params;
 mod registry;
 
 pub use buf::{pora_buf_free, PoraBuf, PoraBytes};
+pub use defaults::*;
 pub use encode::{pora_decode_kv, pora_encode_key, pora_encode_kv, pora_fill_empty, pora_mask};
 pub use exports::{
     pora_abi_version, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close, pora_hash,
     pora_mine_slot, pora_open,
 };
+pub use names::{pora_name_inputs, PoraInputNames};
 pub use overlay::{pora_overlay_free, pora_overlay_new, pora_overlay_put, pora_overlay_retain};
 pub use params::{
     PoraDiffKind, PoraDifficulty, PoraFind, PoraOnIoError, PoraOpenOptions, PoraProfileSource,
@@ -41,7 +47,7 @@ pub use params::{
 
 /// Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 /// Callers compare [`pora_abi_version`] with the header's value before anything else.
-pub const PORA_ABI_VERSION: u32 = 2;
+pub const PORA_ABI_VERSION: u32 = 3;
 
 /// Length in bytes of a randao (a 32-byte hash).
 pub const PORA_RANDAO_LEN: usize = 32;

@@ -72,7 +72,7 @@ pub struct PoraOpenOptions {
     pub threads: u32,
     /// Reads in flight per thread; 0 = the profile's, else the method's default.
     pub depth: u32,
-    /// Samples per nonce; 0 = 2 (production).
+    /// Samples per nonce; 0 = `PORA_DEFAULT_RANDOM_CHECKS` (es-node's).
     pub random_checks: u32,
     /// A `PoraOnIoError` value.
     pub on_io_error: u32,
@@ -103,11 +103,11 @@ pub struct PoraDifficulty {
     pub difficulty: [u8; 32],
     /// For `PORA_DIFF_KIND_INPUTS`: blockTime - lastMineTime, seconds.
     pub interval: u64,
-    /// For `PORA_DIFF_KIND_INPUTS`: 0 = 7200.
+    /// For `PORA_DIFF_KIND_INPUTS`: 0 = `PORA_DEFAULT_CUTOFF`.
     pub cutoff: u64,
-    /// For `PORA_DIFF_KIND_INPUTS`: 0 = 32.
+    /// For `PORA_DIFF_KIND_INPUTS`: 0 = `PORA_DEFAULT_DIFF_ADJ_DIVISOR`.
     pub diff_adj_divisor: u64,
-    /// For `PORA_DIFF_KIND_INPUTS`: all zero = 10485760.
+    /// For `PORA_DIFF_KIND_INPUTS`: all zero = `PORA_DEFAULT_MINIMUM_DIFF`.
     pub minimum_diff: [u8; 32],
 }
 
@@ -119,12 +119,13 @@ pub struct PoraSlotParams {
     /// Nonces `nonce_start .. nonce_end` (end exclusive, start < end).
     pub nonce_start: u64,
     pub nonce_end: u64,
-    /// Slot length from the call, milliseconds (> 0): no read is issued after it.
-    pub deadline_ms: u64,
+    /// Slot length from the call, milliseconds (1 ..= `PORA_MAX_SLOT_LENGTH_MS`; es-node's is
+    /// `PORA_DEFAULT_SLOT_LENGTH_MS`): no read is issued after it.
+    pub slot_length_ms: u64,
     /// A `PoraFind` value.
     pub find: u32,
-    /// The slot number written into each record's `slot` field.
-    pub slot: u64,
+    /// The slot's number, written into each record's `slot` field.
+    pub slot_number: u64,
     pub difficulty: PoraDifficulty,
     /// An overlay from `pora_overlay_new` whose KVs this slot samples from memory; 0 = none.
     pub overlay: u64,
@@ -194,18 +195,10 @@ impl PoraSlotParams {
                 )))
             }
         };
-        if self.nonce_start >= self.nonce_end {
-            return Err(Failure::invalid(format!(
-                "nonces {}..{}: the range is empty (end must be greater than start)",
-                self.nonce_start, self.nonce_end
-            )));
-        }
-        if self.deadline_ms == 0 {
-            return Err(Failure::invalid("deadline_ms: must be more than 0"));
-        }
+        // The nonce range and the slot length are checked by the library, naming these fields.
         Ok(SlotRequest::new(randao(&self.randao)?)
             .with_nonces(self.nonce_start..self.nonce_end)
-            .with_slot_length(Duration::from_millis(self.deadline_ms))
+            .with_slot_length(Duration::from_millis(self.slot_length_ms))
             .with_find(find)
             .with_required_diff(self.difficulty.required()?)
             .with_overlay(crate::overlay::snapshot(self.overlay)?))
@@ -261,10 +254,9 @@ impl PoraOpenOptions {
             .with_method(method)
             .with_threads(nonzero(self.threads))
             .with_depth(nonzero(self.depth))
-            .with_random_checks(if self.random_checks == 0 {
-                2
-            } else {
-                self.random_checks
+            .with_random_checks(match self.random_checks {
+                0 => pora_mine::RANDOM_CHECKS,
+                n => n,
             })
             .with_on_io_error(on_io_error)
             .with_miner(miner)

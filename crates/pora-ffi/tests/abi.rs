@@ -123,15 +123,15 @@ fn slot_params(
     randao: &[u8],
     nonces: std::ops::Range<u64>,
     find: u32,
-    deadline_ms: u64,
+    slot_length_ms: u64,
 ) -> PoraSlotParams {
     PoraSlotParams {
         randao: bytes(randao),
         nonce_start: nonces.start,
         nonce_end: nonces.end,
-        deadline_ms,
+        slot_length_ms,
         find,
-        slot: 3,
+        slot_number: 3,
         difficulty: no_difficulty(),
         overlay: 0,
     }
@@ -262,7 +262,7 @@ fn double_free_use_after_close_and_wrong_kind_ids_are_detected() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_shard(dir.path(), 0, 4);
     let (handle, info) = open(&[&path], &empty_options()).unwrap();
-    assert!(info.contains("\"choice\""), "{info}");
+    assert_open_record(&info);
 
     // A result buffer freed twice: the second free is refused, even from a copy of the struct.
     let randao = [7u8; 32];
@@ -607,4 +607,50 @@ fn close_during_a_slot_stops_it_and_reports_closed() {
     let (s, msg) = worker.join().unwrap();
     assert_eq!(s, PoraStatus::Closed, "{msg}");
     assert!(msg.contains("closed while the slot ran"), "{msg}");
+}
+
+/// `pora_open`'s answer is `pora_mine::records::SessionRecord`, the body of the service's
+/// `pora_status` too: exactly these keys, so a door cannot drift from the shared record.
+fn assert_open_record(info: &str) {
+    let v: serde_json::Value = serde_json::from_str(info).unwrap();
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&v),
+        ["choice", "choices", "notes", "randomChecks", "shards"],
+        "{info}"
+    );
+    let shard = ["files", "kvEntriesBits", "kvSizeBits", "miner", "shard"];
+    assert_eq!(keys(&v["shards"][0]), shard, "{info}");
+    let choice = [
+        "depth", "device", "io", "method", "profile", "shards", "threads", "why",
+    ];
+    assert_eq!(keys(&v["choice"]), choice, "{info}");
+    assert_eq!(v["choices"][0], v["choice"], "{info}");
+    assert_eq!(v["randomChecks"], PORA_DEFAULT_RANDOM_CHECKS, "{info}");
+}
+
+#[test]
+fn slot_inputs_are_checked_by_the_library_naming_the_c_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 4);
+    let (handle, _) = open(&[&path], &empty_options()).unwrap();
+    let randao = [7u8; 32];
+    let cases = [
+        (slot_params(&randao, 5..5, 0, 1000), "nonces 5..5"),
+        (slot_params(&randao, 0..5, 0, 0), "slot_length_ms"),
+        (
+            slot_params(&randao, 0..5, 0, PORA_MAX_SLOT_LENGTH_MS + 1),
+            "slot_length_ms",
+        ),
+    ];
+    for (params, named) in cases {
+        let (s, msg) = mine(handle, &params, 0);
+        assert_eq!(s, PoraStatus::InvalidArgument, "{msg}");
+        assert!(msg.contains(named) && !msg.contains("--"), "{msg}");
+    }
+    assert_eq!(close(handle).0, PoraStatus::Ok);
 }

@@ -28,7 +28,11 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
     let chains = format!("{threads} x {} {depth}", Input::Depth);
     if threads * depth > MAX_TOTAL_CHAINS {
         let why = format!("at most {MAX_TOTAL_CHAINS} reads in flight; lower the threads or depth");
-        return bad(Input::Threads, format!("{chains} = {}", threads * depth), why);
+        return bad(
+            Input::Threads,
+            format!("{chains} = {}", threads * depth),
+            why,
+        );
     }
     if !(1..=MAX_RANDOM_CHECKS).contains(&random_checks) {
         let why = format!("must be between 1 and {MAX_RANDOM_CHECKS}");
@@ -39,10 +43,16 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
         return bad(Input::Files, String::new(), why);
     }
     if shard_count > u32::MAX as usize {
-        return bad(Input::Files, format!("{shard_count} shards"), "too many".into());
+        return bad(
+            Input::Files,
+            format!("{shard_count} shards"),
+            "too many".into(),
+        );
     }
     if threads * depth < shard_count {
-        let why = format!("fewer reads in flight than the {shard_count} shards; every shard needs at least one");
+        let why = format!(
+            "fewer reads in flight than the {shard_count} shards; every shard needs at least one"
+        );
         return bad(Input::Threads, chains, why);
     }
     Ok(())
@@ -53,12 +63,20 @@ pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
     let nonces = &request.nonces;
     if nonces.start >= nonces.end {
         let value = format!("{}..{}", nonces.start, nonces.end);
-        return Err(MineError::config(Input::Nonces, value, "the range is empty"));
+        return Err(MineError::config(
+            Input::Nonces,
+            value,
+            "the range is empty",
+        ));
     }
     let ms = request.slot_length.as_secs_f64() * 1000.0;
     if request.slot_length.is_zero() || ms > MAX_SLOT_LENGTH_MS as f64 {
         let why = format!("must be longer than zero and at most {MAX_SLOT_LENGTH_MS} ms");
-        return Err(MineError::config(Input::SlotLength, format!("{ms} ms"), why));
+        return Err(MineError::config(
+            Input::SlotLength,
+            format!("{ms} ms"),
+            why,
+        ));
     }
     Ok(())
 }

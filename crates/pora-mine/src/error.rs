@@ -34,7 +34,10 @@ pub enum MineError {
     },
     #[error(transparent)]
     Io(#[from] pora_io::IoError),
-    #[error("{path}: read at offset {offset} failed: {why} ({} stop)", Input::OnIoError)]
+    #[error(
+        "{path}: read at offset {offset} failed: {why} ({} stop)",
+        Input::OnIoError
+    )]
     Read {
         path: PathBuf,
         offset: u64,
@@ -46,7 +49,10 @@ pub enum MineError {
         group: usize,
         source: pora_core::Error,
     },
-    #[error("{} groups {first} and {second} both hold shard {shard}: mine each shard once", Input::Files)]
+    #[error(
+        "{} groups {first} and {second} both hold shard {shard}: mine each shard once",
+        Input::Files
+    )]
     DuplicateShard {
         first: usize,
         second: usize,

@@ -10,8 +10,8 @@
 
 use crate::devices::{self, DeviceGroup};
 use crate::profile::{self, Lookup};
-use crate::{MineConfig, MineError, Miner, OnIoError, Pool, SlotReport, SlotRequest};
 use crate::records::{HashRecord, SessionRecord};
+use crate::{MineConfig, MineError, Miner, OnIoError, Pool, SlotReport, SlotRequest};
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
 use pora_io::{IoConfig, Method};
 use std::path::{Path, PathBuf};

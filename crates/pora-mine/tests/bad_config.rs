@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use pora_io::SimConfig;
 use pora_core::Input;
+use pora_io::SimConfig;
 use pora_mine::{MineError, Miner};
 use std::time::Duration;
 
@@ -35,18 +35,38 @@ fn absurd_values_name_their_input() {
     use Input::*;
     let cases: [(Input, &str, Mutation); 10] = [
         (Depth, "depth 0", Box::new(|c| c.depth = 0)),
-        (Depth, "depth 1000000000", Box::new(|c| c.depth = 1_000_000_000)),
-        (Threads, "threads 1000000", Box::new(|c| c.threads = 1_000_000)),
+        (
+            Depth,
+            "depth 1000000000",
+            Box::new(|c| c.depth = 1_000_000_000),
+        ),
+        (
+            Threads,
+            "threads 1000000",
+            Box::new(|c| c.threads = 1_000_000),
+        ),
         (Threads, "threads 0", Box::new(|c| c.threads = 0)),
         (
             Threads,
             "threads 1024 x depth 65536",
             Box::new(|c| (c.threads, c.depth) = (1024, 65536)),
         ),
-        (RandomChecks, "random_checks 0", Box::new(|c| c.random_checks = 0)),
-        (RandomChecks, "random_checks 65", Box::new(|c| c.random_checks = 65)),
+        (
+            RandomChecks,
+            "random_checks 0",
+            Box::new(|c| c.random_checks = 0),
+        ),
+        (
+            RandomChecks,
+            "random_checks 65",
+            Box::new(|c| c.random_checks = 65),
+        ),
         (Nonces, "nonces 5..5", Box::new(|c| c.nonces = 5..5)),
-        (SlotLength, "slot_length_ms 0 ms", Box::new(|c| c.slot = Duration::ZERO)),
+        (
+            SlotLength,
+            "slot_length_ms 0 ms",
+            Box::new(|c| c.slot = Duration::ZERO),
+        ),
         (
             SlotLength,
             "slot_length_ms 86400001 ms",
@@ -57,7 +77,10 @@ fn absurd_values_name_their_input() {
         let (refused_input, msg) = refused(mutate);
         assert_eq!(refused_input, input, "{msg}");
         let msg = msg.trim_start_matches("invalid mining configuration: ");
-        assert!(msg.starts_with(text), "message for {text} should name it: {msg}");
+        assert!(
+            msg.starts_with(text),
+            "message for {text} should name it: {msg}"
+        );
     }
 }
 

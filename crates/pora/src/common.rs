@@ -8,10 +8,10 @@ use pora_core::difficulty::{
     DEFAULT_MINIMUM_DIFF,
 };
 use pora_core::{Address, Input, H256, U256};
-use std::borrow::Cow;
 use pora_io::Method;
 use pora_mine::session::{OpenOptions, ProfileSource};
 use pora_mine::OnIoError;
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 /// Exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it),

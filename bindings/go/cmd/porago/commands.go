@@ -119,12 +119,12 @@ func newMineFlags(fs *flag.FlagSet) *mineFlags {
 	fs.Var(m.randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex (the same for every slot)")
 	m.randomRandao = fs.Bool("random-randao", false, "derive each slot's randao from --seed and the slot number")
 	m.seed = fs.Uint64("seed", 1, "seed of --random-randao")
-	m.nonces = fs.String("nonces", "0..1048576", "nonces of each shard's slot, A..B (B exclusive)")
-	m.slotSec = fs.String("slot", "12", "slot length in seconds")
+	m.nonces = fs.String("nonces", fmt.Sprintf("0..%d", pora.DefaultNonces), "nonces of each shard's slot, A..B (B exclusive)")
+	m.slotSec = fs.String("slot", fmt.Sprint(pora.DefaultSlotLength.Seconds()), "slot length in seconds")
 	m.slots = fs.Uint64("slots", 1, "slots to mine")
 	m.diffs = addDiffFlags(fs)
 	m.find = fs.String("find", "first", "which valid nonces to report: first, best or all")
-	m.checks = fs.Int("random-checks", 2, "samples per nonce")
+	m.checks = fs.Int("random-checks", pora.DefaultRandomChecks, "samples per nonce")
 	m.kvBits = fs.Int("kv-entries-bits", 0, "shard size as log2(KVs); inferred when omitted")
 	m.method = fs.String("method", "auto", "access method")
 	m.threads = fs.Int("threads", 0, "worker threads [default: chosen by pora]")
@@ -139,7 +139,7 @@ func newMineFlags(fs *flag.FlagSet) *mineFlags {
 func parseNonces(s string) (uint64, uint64, error) {
 	a, b, ok := strings.Cut(s, "..")
 	if !ok {
-		return 0, 0, fmt.Errorf("--nonces %s: expected A..B, e.g. 0..1048576", s)
+		return 0, 0, fmt.Errorf("--nonces %s: expected A..B, e.g. 0..%d", s, pora.DefaultNonces)
 	}
 	start, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
 	end, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
@@ -154,8 +154,9 @@ func parseNonces(s string) (uint64, uint64, error) {
 
 func parseSlot(s string) (time.Duration, error) {
 	secs, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(secs > 0 && secs <= 86400) || math.IsNaN(secs) {
-		return 0, fmt.Errorf("--slot %s: must be more than 0 and at most 86400 seconds", s)
+	limit := pora.MaxSlotLength.Seconds()
+	if err != nil || !(secs > 0 && secs <= limit) || math.IsNaN(secs) {
+		return 0, fmt.Errorf("--slot %s: must be more than 0 and at most %v seconds", s, limit)
 	}
 	return time.Duration(secs * float64(time.Second)), nil
 }
@@ -214,7 +215,7 @@ func runMine(args []string) error {
 		}
 		slotCtx, cancel := context.WithTimeout(ctx, slotLen)
 		report, err := shards.MineSlot(slotCtx, pora.SlotRequest{
-			Randao: randao, NonceStart: start, NonceEnd: end, Find: find, Difficulty: diff, Slot: slot,
+			Randao: randao, NonceStart: start, NonceEnd: end, Find: find, Difficulty: diff, SlotNumber: slot,
 		})
 		cancel()
 		if err != nil && report == nil {

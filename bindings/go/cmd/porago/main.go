@@ -95,9 +95,9 @@ func addDiffFlags(fs *flag.FlagSet) diffFlags {
 		required:   fs.String("required-diff", "", "the threshold hash1 must not exceed (decimal or 0x hex); instead of --difficulty"),
 		difficulty: fs.String("difficulty", "", "the storage contract's current difficulty (decimal or 0x hex)"),
 		interval:   fs.Uint64("interval", 0, "seconds since the shard was last mined (blockTime - lastMineTime)"),
-		cutoff:     fs.Uint64("cutoff", 7200, "difficulty adjustment cutoff, seconds"),
-		divisor:    fs.Uint64("diff-adj-divisor", 32, "difficulty adjustment divisor"),
-		minimum:    fs.String("minimum-diff", "10485760", "minimum difficulty (decimal or 0x hex)"),
+		cutoff:     fs.Uint64("cutoff", pora.DefaultCutoff, "difficulty adjustment cutoff, seconds"),
+		divisor:    fs.Uint64("diff-adj-divisor", pora.DefaultDiffAdjDivisor, "difficulty adjustment divisor"),
+		minimum:    fs.String("minimum-diff", fmt.Sprint(pora.DefaultMinimumDiff), "minimum difficulty (decimal or 0x hex)"),
 	}
 }
 

@@ -43,7 +43,7 @@ func runTask(args []string) error {
 	fs.Var(randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex")
 	required := fs.String("required-diff", "", "the threshold hash1 must not exceed (decimal or 0x hex)")
 	slotSec := fs.String("slot", "12", "slot length in seconds (es-node: 12)")
-	nonceLimit := fs.Uint64("nonce-limit", pora.DefaultNonces, "nonces per shard and slot (es-node: 1048576)")
+	nonceLimit := fs.Uint64("nonce-limit", pora.DefaultNonces, "nonces per shard and slot (es-node's)")
 	method := fs.String("method", "auto", "access method")
 	threads := fs.Int("threads", 0, "worker threads [default: chosen by pora]")
 	depth := fs.Int("depth", 0, "reads in flight per thread [default: chosen by pora]")

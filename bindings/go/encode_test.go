@@ -63,21 +63,22 @@ func loadEncodeVectors(t testing.TB) encodeVectors {
 	return v
 }
 
-func hex32(t testing.TB, s string) (out [32]byte) {
+// hexN decodes s, which must be exactly n bytes.
+func hexN(t testing.TB, s string, n int) []byte {
 	b := mustHex(t, s)
-	if len(b) != 32 {
-		t.Fatalf("%s: %d bytes, want 32", s, len(b))
+	if len(b) != n {
+		t.Fatalf("%s: %d bytes, want %d", s, len(b), n)
 	}
-	copy(out[:], b)
+	return b
+}
+
+func hex32(t testing.TB, s string) (out [32]byte) {
+	copy(out[:], hexN(t, s, 32))
 	return out
 }
 
 func hex20(t testing.TB, s string) (out [20]byte) {
-	b := mustHex(t, s)
-	if len(b) != 20 {
-		t.Fatalf("%s: %d bytes, want 20", s, len(b))
-	}
-	copy(out[:], b)
+	copy(out[:], hexN(t, s, 20))
 	return out
 }
 

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -22,8 +21,7 @@ import (
 // come from memory. Each KV is copied once when put; a slot takes a snapshot, so changing the
 // overlay while a slot runs is safe and affects the next slot. Safe for concurrent use.
 type Overlay struct {
-	mu sync.RWMutex
-	id C.uint64_t
+	live liveID
 }
 
 // NewOverlay makes an empty overlay; Close frees it.
@@ -33,7 +31,7 @@ func NewOverlay() (*Overlay, error) {
 	if _, err := result("overlay_new", C.pora_overlay_new(&id, &out), &out); err != nil {
 		return nil, err
 	}
-	o := &Overlay{id: id}
+	o := &Overlay{live: liveID{id: id, what: "overlay"}}
 	runtime.SetFinalizer(o, (*Overlay).Close)
 	return o, nil
 }
@@ -82,16 +80,13 @@ func (o *Overlay) Retain(kvIdxs []uint64) (kept, removed int, err error) {
 // Close frees the overlay; a slot running with it keeps its snapshot. Closing twice returns
 // ErrClosed.
 func (o *Overlay) Close() error {
-	o.mu.Lock()
-	id := o.id
-	o.id = 0
-	o.mu.Unlock()
-	if id == 0 {
-		return &Error{Status: StatusClosed, Op: "overlay_free", Message: "overlay already closed"}
+	id, err := o.live.take("overlay_free")
+	if err != nil {
+		return err
 	}
 	runtime.SetFinalizer(o, nil)
 	var out C.PoraBuf
-	_, err := result("overlay_free", C.pora_overlay_free(id, &out), &out)
+	_, err = result("overlay_free", C.pora_overlay_free(id, &out), &out)
 	return err
 }
 
@@ -99,10 +94,5 @@ func (o *Overlay) handle(op string) (C.uint64_t, error) {
 	if o == nil {
 		return 0, nil
 	}
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	if o.id == 0 {
-		return 0, &Error{Status: StatusClosed, Op: op, Message: "overlay is closed"}
-	}
-	return o.id, nil
+	return o.live.get(op)
 }

@@ -173,8 +173,7 @@ type openRecord struct {
 // Shards is an opened shard set. Safe for concurrent use; one slot runs at a time (a second
 // MineSlot while one runs returns ErrBusy).
 type Shards struct {
-	mu sync.RWMutex // guards id against Close while a call starts
-	id C.uint64_t
+	live liveID
 	// Choice is the first device's choice (the only one when all shards share a device).
 	Choice Choice
 	// Choices has one choice per device: each device's shards have their own method, threads,
@@ -235,7 +234,7 @@ func Open(groups [][]string, opts Options) (*Shards, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shards{id: id, Raw: data}
+	s := &Shards{live: liveID{id: id, what: "shard set"}, Raw: data}
 	var info openRecord
 	if err := json.Unmarshal(data, &info); err != nil {
 		s.Close()
@@ -252,25 +251,47 @@ func Open(groups [][]string, opts Options) (*Shards, error) {
 // Close releases the shard set. A slot running on it stops and its MineSlot returns ErrClosed.
 // Closing twice returns ErrClosed.
 func (s *Shards) Close() error {
-	s.mu.Lock()
-	id := s.id
-	s.id = 0
-	s.mu.Unlock()
-	if id == 0 {
-		return &Error{Status: StatusClosed, Op: "close", Message: "shard set already closed"}
+	id, err := s.live.take("close")
+	if err != nil {
+		return err
 	}
 	runtime.SetFinalizer(s, nil)
 	var out C.PoraBuf
-	_, err := result("close", C.pora_close(id, &out), &out)
+	_, err = result("close", C.pora_close(id, &out), &out)
 	return err
 }
 
 // handle returns the live id, or ErrClosed.
 func (s *Shards) handle(op string) (C.uint64_t, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.id == 0 {
-		return 0, &Error{Status: StatusClosed, Op: op, Message: "shard set is closed"}
+	return s.live.get(op)
+}
+
+// liveID is a registry id (shard set, overlay) that Close clears exactly once; the lock keeps a
+// call that is starting from seeing an id being closed.
+type liveID struct {
+	mu   sync.RWMutex
+	id   C.uint64_t
+	what string
+}
+
+// get returns the id, or ErrClosed once it is closed.
+func (l *liveID) get(op string) (C.uint64_t, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.id == 0 {
+		return 0, &Error{Status: StatusClosed, Op: op, Message: l.what + " is closed"}
 	}
-	return s.id, nil
+	return l.id, nil
+}
+
+// take clears the id and returns it, or ErrClosed when it was closed already.
+func (l *liveID) take(op string) (C.uint64_t, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id := l.id
+	l.id = 0
+	if id == 0 {
+		return 0, &Error{Status: StatusClosed, Op: op, Message: l.what + " already closed"}
+	}
+	return id, nil
 }

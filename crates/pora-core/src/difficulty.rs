@@ -128,9 +128,9 @@ mod tests {
     fn parses_decimal_and_hex() {
         assert_eq!(parse_u256("x", "255").unwrap(), U256::from(255));
         assert_eq!(parse_u256("x", "0xff").unwrap(), U256::from(255));
-        assert!(parse_u256("--required-diff", "12a")
+        assert!(parse_u256("required_diff", "12a")
             .unwrap_err()
             .to_string()
-            .contains("--required-diff"));
+            .contains("required_diff"));
     }
 }

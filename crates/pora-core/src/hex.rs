@@ -145,7 +145,7 @@ mod tests {
             "{e}"
         );
         let bad = format!("0x{}zz", "00".repeat(31));
-        let e = H256::parse("--randao", &bad).unwrap_err().to_string();
-        assert!(e.contains("--randao") && e.contains("position 64"), "{e}");
+        let e = H256::parse("randao", &bad).unwrap_err().to_string();
+        assert!(e.contains("randao") && e.contains("position 64"), "{e}");
     }
 }

@@ -9,6 +9,7 @@
 //! device reports is a host fact: [`crate::host::sector_size`].
 
 use crate::{BlockSize, IoError, SAMPLE_LEN};
+use pora_core::Input;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
@@ -113,12 +114,14 @@ pub(crate) fn power_of_two_read_unit(
     };
     if !n.is_power_of_two() || !(SAMPLE_LEN as u32..=MAX_BLOCK_BYTES).contains(&n) {
         return Err(IoError::Config(format!(
-            "--block-size {n}: must be a power of two from {SAMPLE_LEN} to {MAX_BLOCK_BYTES} bytes"
+            "{} {n}: must be a power of two from {SAMPLE_LEN} to {MAX_BLOCK_BYTES} bytes",
+            Input::BlockSize
         )));
     }
     match sector {
         Some(sector) if n % sector != 0 => Err(IoError::Config(format!(
-            "--block-size {n}: unbuffered reads need a multiple of the volume's {sector}-byte sector"
+            "{} {n}: unbuffered reads need a multiple of the volume's {sector}-byte sector",
+            Input::BlockSize
         ))),
         _ => Ok(n),
     }

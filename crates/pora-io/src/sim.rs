@@ -134,7 +134,7 @@ impl SimStats {
 
 /// Why `sim` cannot be opened in a build without the feature, and how to get one that can.
 const NOT_BUILT: &str =
-    "the simulated disk is only in builds with the `sim` cargo feature: cargo build --features sim";
+    "the simulated disk is only in builds with the `sim` cargo feature (build pora with it)";
 
 /// Whether this build has the simulated disk.
 pub(crate) fn availability() -> Result<(), Unavailable> {
@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(
             not_built().to_string(),
             "method `sim` is unavailable: the simulated disk is only in builds with the `sim` \
-             cargo feature: cargo build --features sim"
+             cargo feature (build pora with it)"
         );
         let parsed: Method = "sim".parse().unwrap();
         assert_eq!(parsed, Method::Sim, "the name parses in every build");

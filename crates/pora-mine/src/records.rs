@@ -4,42 +4,32 @@
 //! (`requiredDiff`), as es-node's tools print them.
 
 use crate::session::{choice_for, Choice, Session};
-use crate::{Bottleneck, SlotReport};
+use crate::{Bottleneck, ShardSlotReport, SlotReport};
 use pora_core::difficulty::meets;
 use pora_core::{Address, NonceProof, H256, U256};
 use pora_io::Method;
 use serde::Serialize;
 
-/// One shard's result for one slot: one line of `pora mine --json`.
+/// One shard's result for one slot: one line of `pora mine --json`. The shard's own counts
+/// ([`ShardSlotReport`]), then how its pool read and what limited the slot.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShardSlotRecord {
     /// Slot number within the run (0-based).
     pub slot: u64,
-    pub shard: u64,
-    pub randao: H256,
-    pub nonce_limit: u64,
-    pub nonces_tried: u64,
-    pub mining_power: f64,
-    pub elapsed_sec: f64,
-    pub samples_read: u64,
-    /// Of `samplesRead`, those taken from the slot's overlay (KVs in memory).
-    pub samples_from_overlay: u64,
-    pub samples_per_sec: f64,
+    #[serde(flatten)]
+    pub report: ShardSlotReport,
     pub method: Method,
     pub threads: usize,
     pub depth: usize,
     /// The device the shard's pool reads (`vda`, or `major:minor` for tmpfs); `null` when the
     /// OS does not tell.
     pub device: Option<String>,
-    pub io_errors: u64,
-    pub changed_during_slot: u64,
     pub bottleneck: Bottleneck,
     pub io_wait_fraction: f64,
     pub cpu_busy_fraction: f64,
     pub interrupted: bool,
     pub leaked_backends: u64,
-    pub found: Vec<NonceProof>,
 }
 
 impl ShardSlotRecord {
@@ -54,27 +44,16 @@ impl ShardSlotRecord {
             .filter_map(|shard| Some((shard, choice_for(choices, shard.shard)?)))
             .map(|(shard, choice)| ShardSlotRecord {
                 slot,
-                shard: shard.shard,
-                randao: shard.randao,
-                nonce_limit: shard.nonce_limit,
-                nonces_tried: shard.nonces_tried,
-                mining_power: shard.mining_power,
-                elapsed_sec: shard.elapsed_sec,
-                samples_read: shard.samples_read,
-                samples_from_overlay: shard.samples_from_overlay,
-                samples_per_sec: shard.samples_per_sec,
+                report: shard.clone(),
                 method: choice.method,
                 threads: choice.threads,
                 depth: choice.depth,
                 device: choice.device.clone(),
-                io_errors: shard.io_errors,
-                changed_during_slot: shard.changed_during_slot,
                 bottleneck: report.bottleneck,
                 io_wait_fraction: report.io_wait_fraction,
                 cpu_busy_fraction: report.cpu_busy_fraction,
                 interrupted: report.interrupted,
                 leaked_backends: report.leaked_backends,
-                found: shard.found.clone(),
             })
             .collect()
     }

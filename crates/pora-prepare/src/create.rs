@@ -7,7 +7,7 @@
 use crate::error::{ensure, PrepareError, Result};
 use crate::OnProgress;
 use pora_core::header::{Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_READY, VERSION};
-use pora_core::{Address, EncodeType, SampleGeometry};
+use pora_core::{Address, EncodeType, Input, SampleGeometry};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::fs::{File, OpenOptions};
@@ -56,11 +56,13 @@ pub fn plan_header(spec: &CreateSpec) -> Result<Header> {
     let chunk_size = spec.chunk_size.unwrap_or(kv_size);
     ensure!(
         chunk_size.is_power_of_two() && chunk_size <= kv_size && chunk_size >= 32,
-        "--chunk-size {chunk_size}: must be a power of two between 32 and the KV size {kv_size}"
+        "{} {chunk_size}: must be a power of two between 32 and the KV size {kv_size}",
+        Input::ChunkSize
     );
     let Some(encode_type) = EncodeType::from_u64(spec.encode_type) else {
         return Err(PrepareError::Invalid(format!(
-            "--encode-type {}: must be 0, 1, 2 or 3",
+            "{} {}: must be 0, 1, 2 or 3",
+            Input::EncodeType,
             spec.encode_type
         )));
     };
@@ -93,7 +95,8 @@ pub(crate) fn allocated_len(header: &Header) -> Result<u64> {
 pub fn create(spec: &CreateSpec, header: &Header, progress: OnProgress) -> Result<()> {
     ensure!(
         spec.fill != Fill::Empty,
-        "--fill empty is written by pora_prepare::empty::EmptyFill"
+        "{} empty is written by pora_prepare::empty::EmptyFill",
+        Input::Fill
     );
     let path = &spec.file;
     let mut file = open_for_create(path, spec.force)?;
@@ -130,9 +133,12 @@ pub fn open_for_create(path: &Path, force: bool) -> Result<File> {
     create_or_truncate(path, force).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             PrepareError::Invalid(format!(
-                "{}: file exists; pass --force to overwrite it (or, for --fill empty, \
-                 --resume to continue filling it)",
-                path.display()
+                "{}: file exists; give {} to overwrite it (or, for {} empty, {} to continue \
+                 filling it)",
+                path.display(),
+                Input::Force,
+                Input::Fill,
+                Input::Resume
             ))
         } else {
             PrepareError::io(path.display().to_string(), e)

@@ -16,7 +16,7 @@ use crate::OnProgress;
 use pora_core::header::{
     Header, HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE, STATUS_OFFSET, STATUS_READY,
 };
-use pora_core::EncodeType;
+use pora_core::{EncodeType, Input};
 use pora_encode::{encode_key, MASK_BYTES};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -62,15 +62,16 @@ pub struct EmptyFill {
 pub fn parse_kv_range(s: &str) -> Result<Range<u64>, String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("--kv-range `{s}`: expected A..B (end exclusive)"))?;
+        .ok_or_else(|| format!("{} `{s}`: expected A..B (end exclusive)", Input::KvRange))?;
     let parse = |v: &str| {
         v.trim()
             .parse::<u64>()
-            .map_err(|e| format!("--kv-range `{s}`: `{v}` is not a KV index: {e}"))
+            .map_err(|e| format!("{} `{s}`: `{v}` is not a KV index: {e}", Input::KvRange))
     };
     let (a, b) = (parse(a)?, parse(b)?);
     if a >= b {
-        return Err(format!("--kv-range `{s}`: empty range (A must be below B)"));
+        let range = Input::KvRange;
+        return Err(format!("{range} `{s}`: empty range (A must be below B)"));
     }
     Ok(a..b)
 }
@@ -101,9 +102,15 @@ impl EmptyFill {
         let range = kv_range(spec, opts, header)?;
         ensure!(
             !(opts.resume && spec.force),
-            "--resume and --force exclude each other (--force starts over)"
+            "{} and {} exclude each other (the second starts over)",
+            Input::Resume,
+            Input::Force
         );
-        ensure!(opts.threads > 0, "--threads 0: need at least one thread");
+        ensure!(
+            opts.threads > 0,
+            "{} 0: need at least one thread",
+            Input::Threads
+        );
         let ctx = |e| PrepareError::io(format!("writing {}", spec.file.display()), e);
         let (file, todo, refilled) = if opts.resume {
             open_resume(&spec.file, header, range)?
@@ -254,13 +261,17 @@ fn summarize(kvs: usize, threads: usize, seconds: f64, cpu_seconds: Option<f64>)
 fn check_geometry(spec: &CreateSpec, header: &Header) -> Result<()> {
     ensure!(
         header.encode_type == EncodeType::BlobPoseidon,
-        "--fill empty needs --encode-type 3 (blob-poseidon), got --encode-type {}",
-        spec.encode_type
+        "{fill} empty needs {encode} 3 (blob-poseidon), got {encode} {}",
+        spec.encode_type,
+        fill = Input::Fill,
+        encode = Input::EncodeType
     );
     ensure!(
         header.max_kv_size == MASK_BYTES as u64 && header.chunk_size == MASK_BYTES as u64,
-        "--fill empty needs 128 KiB KVs and chunks (--kv-size-bits 17, no --chunk-size), got \
-         KV {} and chunk {} bytes",
+        "{} empty needs 128 KiB KVs and chunks ({} 17, no {}), got KV {} and chunk {} bytes",
+        Input::Fill,
+        Input::KvSizeBits,
+        Input::ChunkSize,
         header.max_kv_size,
         header.chunk_size
     );
@@ -275,7 +286,8 @@ fn kv_range(spec: &CreateSpec, opts: &EmptyFillOptions, header: &Header) -> Resu
     };
     ensure!(
         r.start >= shard.start && r.end <= shard.end,
-        "--kv-range {}..{} is outside shard {}, which holds KVs {}..{}",
+        "{} {}..{} is outside shard {}, which holds KVs {}..{}",
+        Input::KvRange,
         r.start,
         r.end,
         spec.shard,
@@ -300,8 +312,8 @@ fn open_resume(path: &Path, want: &Header, range: Range<u64>) -> Result<(File, V
         .read(true)
         .write(true)
         .open(path)
-        .map_err(|e| PrepareError::io(format!("--resume {name}"), e))?;
-    let found = read_header(&mut file, path, "--resume ")?;
+        .map_err(|e| PrepareError::io(format!("{} {name}", Input::Resume), e))?;
+    let found = read_header(&mut file, path, &format!("{} ", Input::Resume))?;
     check_same_shard(path, want, &found)?;
     let total = allocated_len(want)?;
     let len = file
@@ -354,45 +366,48 @@ fn check_same_shard(path: &Path, want: &Header, found: &Header) -> Result<()> {
     let name = path.display();
     let fields = [
         (
-            "--shard",
+            Input::Shard,
             "chunkIdxStart",
             want.chunk_idx_start,
             found.chunk_idx_start,
         ),
         (
-            "--kv-entries-bits",
+            Input::KvEntriesBits,
             "chunkIdxLen",
             want.chunk_idx_len,
             found.chunk_idx_len,
         ),
         (
-            "--kv-size-bits",
+            Input::KvSizeBits,
             "maxKvSize",
             want.max_kv_size,
             found.max_kv_size,
         ),
         (
-            "--chunk-size",
+            Input::ChunkSize,
             "chunkSize",
             want.chunk_size,
             found.chunk_size,
         ),
         (
-            "--encode-type",
+            Input::EncodeType,
             "encodeType",
             want.encode_type as u64,
             found.encode_type as u64,
         ),
     ];
-    for (flag, field, w, f) in fields {
+    for (input, field, w, f) in fields {
         ensure!(
             w == f,
-            "--resume {name}: {flag} gives {field} {w}, but the file's header has {f}"
+            "{} {name}: {input} gives {field} {w}, but the file's header has {f}",
+            Input::Resume
         );
     }
     ensure!(
         want.miner == found.miner,
-        "--resume {name}: --miner {} differs from the miner {} in the file's header",
+        "{} {name}: {} {} differs from the miner {} in the file's header",
+        Input::Resume,
+        Input::Miner,
         want.miner,
         found.miner
     );

@@ -3,7 +3,7 @@
 
 use crate::error::{ensure, PrepareError, Result};
 use pora_core::header::META_SIZE;
-use pora_core::{Address, DataFile, EncodeType};
+use pora_core::{Address, DataFile, EncodeType, Input};
 use pora_encode::{COMMIT_LEN, MASK_BYTES};
 use std::fs::File;
 use std::ops::Range;
@@ -48,7 +48,8 @@ impl EncodedFile {
         if let Some(m) = miner {
             ensure!(
                 *m == h.miner,
-                "--miner {m} differs from the miner {} in the header of {}",
+                "{} {m} differs from the miner {} in the header of {}",
+                Input::Miner,
                 h.miner,
                 path.display()
             );
@@ -69,7 +70,8 @@ impl EncodedFile {
         let r = self.kv_range();
         ensure!(
             r.contains(&kv_idx),
-            "--kv-idx {kv_idx} is outside {}, which holds KVs {}..{}",
+            "{} {kv_idx} is outside {}, which holds KVs {}..{}",
+            Input::KvIdx,
             self.data.path.display(),
             r.start,
             r.end

@@ -5,12 +5,17 @@
 use crate::create::create_or_truncate;
 use crate::error::{PrepareError, Result};
 use pora_core::hex::to_hex;
+use pora_core::Input;
 use pora_encode::{EncodeKey, COMMIT_LEN, MASK_BYTES, WORDS_PER_KV};
 use std::io::Write;
 use std::path::Path;
 
 /// Parses 0x-prefixed hex of at most `max` bytes, naming `flag` in every error.
-pub fn parse_hex_bytes(flag: &str, input: &str, max: usize) -> Result<Vec<u8>, String> {
+pub fn parse_hex_bytes(
+    flag: impl std::fmt::Display,
+    input: &str,
+    max: usize,
+) -> Result<Vec<u8>, String> {
     let digits = input
         .strip_prefix("0x")
         .or_else(|| input.strip_prefix("0X"))
@@ -38,7 +43,7 @@ pub fn parse_hex_bytes(flag: &str, input: &str, max: usize) -> Result<Vec<u8>, S
 
 /// Parses `--key`: up to 32 bytes, right-aligned (a big-endian number).
 pub fn parse_key(s: &str) -> Result<EncodeKey, String> {
-    let bytes = parse_hex_bytes("--key", s, 32)?;
+    let bytes = parse_hex_bytes(Input::Key, s, 32)?;
     let mut key = [0u8; 32];
     key[32 - bytes.len()..].copy_from_slice(&bytes);
     Ok(key)
@@ -50,7 +55,7 @@ pub struct Commit(pub Vec<u8>);
 
 /// Parses `--commit`.
 pub fn parse_commit(s: &str) -> Result<Commit, String> {
-    parse_hex_bytes("--commit", s, COMMIT_LEN).map(Commit)
+    parse_hex_bytes(Input::Commit, s, COMMIT_LEN).map(Commit)
 }
 
 /// The `pora mask --json` record.
@@ -102,11 +107,13 @@ pub fn write_new_file(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     let mut file = create_or_truncate(path, force).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             PrepareError::Invalid(format!(
-                "--out {}: file exists; pass --force to overwrite it",
-                path.display()
+                "{} {}: file exists; give {} to overwrite it",
+                Input::Out,
+                path.display(),
+                Input::Force
             ))
         } else {
-            PrepareError::io(format!("--out {}", path.display()), e)
+            PrepareError::io(format!("{} {}", Input::Out, path.display()), e)
         }
     })?;
     file.write_all(bytes)

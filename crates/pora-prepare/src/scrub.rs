@@ -6,6 +6,7 @@ use crate::encoded::{EncodedFile, EMPTY_META};
 use crate::error::{ensure, PrepareError, Result};
 use crate::OnProgress;
 use pora_core::header::META_SIZE;
+use pora_core::Input;
 use pora_encode::{encode_key, MASK_BYTES};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -77,7 +78,8 @@ impl ScrubRecord {
 pub fn check_sample_rate(rate: f64) -> Result<()> {
     ensure!(
         rate > 0.0 && rate <= 1.0,
-        "--sample-rate {rate}: must be in (0, 1]"
+        "{} {rate}: must be in (0, 1]",
+        Input::SampleRate
     );
     Ok(())
 }
@@ -121,7 +123,11 @@ pub fn check(
     threads: usize,
     progress: OnProgress,
 ) -> Result<Vec<Mismatch>> {
-    ensure!(threads > 0, "--threads 0: need at least one thread");
+    ensure!(
+        threads > 0,
+        "{} 0: need at least one thread",
+        Input::Threads
+    );
     // A bad PORA_ENCODE_ARITH is an error here, not a panic in a worker's `mask`.
     pora_encode::Kernel::selected()?;
     let next = AtomicUsize::new(0);

@@ -76,7 +76,7 @@ fn fill_in_two_ranges_then_scrub() {
 }
 
 #[test]
-fn refusals_name_the_flag() {
+fn refusals_name_the_input() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shard1.dat");
     let spec = spec(&path);
@@ -90,7 +90,7 @@ fn refusals_name_the_flag() {
     assert!(matches!(e, PrepareError::Invalid(_)));
     assert_eq!(
         e.to_string(),
-        "--kv-range 0..2 is outside shard 1, which holds KVs 4..8"
+        "kv_range 0..2 is outside shard 1, which holds KVs 4..8"
     );
     assert!(parse_kv_range("3..3").is_err() && parse_kv_range("3").is_err());
     assert!(pora_prepare::mask::mask_record(&[0; 32], Some(4096)).is_err());

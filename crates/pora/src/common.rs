@@ -10,7 +10,7 @@ use pora_core::difficulty::{
 use pora_core::{Address, Input, H256, U256};
 use pora_io::Method;
 use pora_mine::session::{OpenOptions, ProfileSource};
-use pora_mine::OnIoError;
+use pora_mine::{OnIoError, MAX_RANDOM_CHECKS, RANDOM_CHECKS};
 use std::borrow::Cow;
 use std::path::PathBuf;
 
@@ -88,14 +88,22 @@ impl DiffArgs {
     }
 }
 
+/// `--random-checks`, as `mine`, `serve`, `hash` and `tune` take it.
+#[derive(clap::Args)]
+pub struct RandomChecksArg {
+    /// Samples per nonce.
+    #[arg(long, default_value_t = RANDOM_CHECKS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_RANDOM_CHECKS)))]
+    pub random_checks: u32,
+}
+
 /// The shards and how to open them for mining: the flags `pora mine` and `pora serve` share.
 #[derive(clap::Args)]
 pub struct SessionArgs {
     #[command(flatten)]
     pub files: ShardFiles,
-    /// Samples per nonce.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub random_checks: u32,
+    #[command(flatten)]
+    pub checks: RandomChecksArg,
     /// Shard size as log2(KVs); inferred from the files when omitted.
     #[arg(long)]
     pub kv_entries_bits: Option<u32>,
@@ -132,7 +140,7 @@ impl SessionArgs {
             .with_method(self.method)
             .with_threads(self.threads)
             .with_depth(self.depth)
-            .with_random_checks(self.random_checks)
+            .with_random_checks(self.checks.random_checks)
             .with_on_io_error(self.on_io_error)
             .with_miner(self.miner)
             .with_kv_entries_bits(self.kv_entries_bits)
@@ -205,4 +213,18 @@ pub fn flag_name(input: Input) -> Cow<'static, str> {
         Input::Overlay | Input::Pools => input.key().into(),
         _ => format!("--{}", input.key().replace('_', "-")).into(),
     }
+}
+
+/// The data files of one shard, and `--json`: what `info` and `doctor` take.
+#[derive(clap::Args)]
+pub struct FilesArgs {
+    /// Data files (one shard may span several).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Shard size as log2(KVs); inferred from the files when omitted.
+    #[arg(long)]
+    pub kv_entries_bits: Option<u32>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }

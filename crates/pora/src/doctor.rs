@@ -4,20 +4,8 @@
 
 use pora_io::probe::FileFacts;
 use pora_measure::doctor::{bytes, Finding, Report};
-use std::path::PathBuf;
 
-#[derive(clap::Args)]
-pub struct DoctorArgs {
-    /// Data files (one shard may span several).
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-    /// Shard size as log2(KVs); inferred from the files when omitted.
-    #[arg(long)]
-    kv_entries_bits: Option<u32>,
-    /// Print one JSON object.
-    #[arg(long)]
-    json: bool,
-}
+pub type DoctorArgs = crate::common::FilesArgs;
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<()> {
     let report = Report::examine(&args.files, args.kv_entries_bits)?;

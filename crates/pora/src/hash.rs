@@ -28,9 +28,8 @@ pub struct HashArgs {
     /// Shard size as log2(KVs); inferred from the files when omitted.
     #[arg(long)]
     kv_entries_bits: Option<u32>,
-    /// Samples per nonce.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    random_checks: u32,
+    #[command(flatten)]
+    checks: crate::common::RandomChecksArg,
     #[command(flatten)]
     diff: DiffArgs,
     /// Print one JSON object.
@@ -52,7 +51,7 @@ pub fn run(args: HashArgs) -> anyhow::Result<()> {
     let proof = hash_nonce(
         &shard,
         Some(miner),
-        args.random_checks,
+        args.checks.random_checks,
         &args.randao,
         args.nonce,
     )?;

@@ -2,20 +2,8 @@
 //! the files form one complete shard (the record is `pora_prepare::info`'s).
 
 use pora_prepare::info::{inspect, ShardOrProblem};
-use std::path::PathBuf;
 
-#[derive(clap::Args)]
-pub struct InfoArgs {
-    /// Data files (one shard may span several).
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-    /// Shard size as log2(KVs); inferred from the files when omitted.
-    #[arg(long)]
-    kv_entries_bits: Option<u32>,
-    /// Print one JSON object.
-    #[arg(long)]
-    json: bool,
-}
+pub type InfoArgs = crate::common::FilesArgs;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     let info = inspect(&args.files, args.kv_entries_bits)?;

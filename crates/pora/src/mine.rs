@@ -11,7 +11,10 @@ use pora_core::keccak::keccak256;
 use pora_core::{Address, H256, U256};
 use pora_mine::records::ShardSlotRecord;
 use pora_mine::session::{Choice, Session};
-use pora_mine::{Bottleneck, Find, ShardSlotReport, SlotReport, SlotRequest};
+use pora_mine::{
+    Bottleneck, Find, ShardSlotReport, SlotReport, SlotRequest, MAX_SLOT_LENGTH_MS,
+    NONCES_PER_SLOT, SLOT_LENGTH,
+};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,12 +33,12 @@ pub struct MineArgs {
     /// Seed of --random-randao.
     #[arg(long, default_value_t = 1, requires = "random_randao")]
     seed: u64,
-    /// Nonces of each shard's slot, A..B (B exclusive).
-    #[arg(long, value_parser = parse_nonce_range, default_value = "0..1048576")]
-    nonces: Range<u64>,
-    /// Slot length in seconds (no read is issued after it).
-    #[arg(long, value_parser = parse_slot_seconds, default_value = "12")]
-    slot: Duration,
+    /// Nonces of each shard's slot, A..B (B exclusive) [default: es-node's, 0..2^20].
+    #[arg(long, value_parser = parse_nonce_range)]
+    nonces: Option<Range<u64>>,
+    /// Slot length in seconds (no read is issued after it) [default: es-node's, 12].
+    #[arg(long, value_parser = parse_slot_seconds)]
+    slot: Option<Duration>,
     /// Slots to mine.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     slots: u64,
@@ -59,7 +62,7 @@ pub struct MineArgs {
 fn parse_nonce_range(s: &str) -> Result<Range<u64>, String> {
     let (a, b) = s
         .split_once("..")
-        .ok_or_else(|| format!("--nonces {s}: expected A..B, e.g. 0..1048576"))?;
+        .ok_or_else(|| format!("--nonces {s}: expected A..B, e.g. 0..{NONCES_PER_SLOT}"))?;
     let parse = |v: &str| {
         v.trim()
             .parse::<u64>()
@@ -78,9 +81,10 @@ fn parse_slot_seconds(s: &str) -> Result<Duration, String> {
     let secs: f64 = s
         .parse()
         .map_err(|e| format!("--slot {s}: not a number of seconds ({e})"))?;
-    if !(secs > 0.0 && secs <= 86_400.0) {
+    let max = MAX_SLOT_LENGTH_MS as f64 / 1000.0;
+    if !(secs > 0.0 && secs <= max) {
         return Err(format!(
-            "--slot {s}: must be more than 0 and at most 86400 seconds"
+            "--slot {s}: must be more than 0 and at most {max} seconds"
         ));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -113,8 +117,8 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     let stop = crate::signals::install("mine");
     for slot in 0..args.slots {
         let request = SlotRequest::new(slot_randao(&args, slot))
-            .with_nonces(args.nonces.clone())
-            .with_slot_length(args.slot)
+            .with_nonces(args.nonces.clone().unwrap_or(0..NONCES_PER_SLOT))
+            .with_slot_length(args.slot.unwrap_or(SLOT_LENGTH))
             .with_find(args.find)
             .with_required_diff(required_diff);
         if let Some(m) = &metrics {
@@ -152,14 +156,12 @@ fn print_report(
     find: Find,
     json: bool,
 ) -> anyhow::Result<()> {
-    for (record, shard) in ShardSlotRecord::from_report(slot, report, choices)
-        .iter()
-        .zip(&report.shards)
-    {
+    for record in ShardSlotRecord::from_report(slot, report, choices) {
+        let shard = &record.report;
         if json {
-            println!("{}", serde_json::to_string(record)?);
+            println!("{}", serde_json::to_string(&record)?);
         } else {
-            print_human(slot, shard, record);
+            print_human(slot, shard, &record);
         }
         if shard.changed_during_slot > 0 {
             eprintln!(

@@ -52,13 +52,12 @@ pub struct TuneArgs {
     #[arg(long)]
     kv_entries_bits: Option<u32>,
     /// Nonces per slot in the prediction.
-    #[arg(long, default_value_t = 1_048_576)]
+    #[arg(long, default_value_t = pora_mine::NONCES_PER_SLOT)]
     nonce_limit: u64,
-    /// Samples per nonce.
-    #[arg(long, default_value_t = 2)]
-    random_checks: u32,
+    #[command(flatten)]
+    checks: crate::common::RandomChecksArg,
     /// Slot length in seconds in the prediction.
-    #[arg(long, default_value_t = 12.0)]
+    #[arg(long, default_value_t = pora_mine::SLOT_LENGTH.as_secs_f64())]
     slot: f64,
     /// Latency range of the simulated disk for `--method sim`, microseconds (`A..B`).
     #[arg(long, value_parser = parse_latency_range, default_value = "100..100")]
@@ -151,12 +150,12 @@ fn tune_device(
             latency_us: args.sim_latency_us,
             ..SimConfig::default()
         },
-        random_checks: args.random_checks,
+        random_checks: args.checks.random_checks,
         latency_curve: args.plot.is_some(),
     };
     let outcome = tune::tune(&input, stop, &mut print_event)?;
     let required =
-        search::required_samples_per_sec(args.nonce_limit, args.random_checks, args.slot);
+        search::required_samples_per_sec(args.nonce_limit, args.checks.random_checks, args.slot);
     let prediction = Prediction::new(&outcome, sharing, required);
     let profile_path = args
         .profile
@@ -263,7 +262,7 @@ fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
 /// Refuses absurd grid limits up front (the miner's own limits), naming the flag, instead of
 /// spending the budget on arms that cannot run.
 fn check_limits(args: &TuneArgs) -> anyhow::Result<()> {
-    use pora_mine::{MAX_DEPTH, MAX_RANDOM_CHECKS, MAX_THREADS};
+    use pora_mine::{MAX_DEPTH, MAX_THREADS};
     anyhow::ensure!(
         (1..=MAX_DEPTH).contains(&args.max_depth),
         "--max-depth {}: must be between 1 and {MAX_DEPTH} reads in flight per thread",
@@ -273,11 +272,6 @@ fn check_limits(args: &TuneArgs) -> anyhow::Result<()> {
         (1..=MAX_THREADS).contains(&args.max_threads),
         "--max-threads {}: must be between 1 and {MAX_THREADS}",
         args.max_threads
-    );
-    anyhow::ensure!(
-        (1..=MAX_RANDOM_CHECKS).contains(&args.random_checks),
-        "--random-checks {}: must be between 1 and {MAX_RANDOM_CHECKS}",
-        args.random_checks
     );
     Ok(())
 }

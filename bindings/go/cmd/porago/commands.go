@@ -19,20 +19,17 @@ import (
 
 func runHash(args []string) error {
 	fs := flag.NewFlagSet("hash", flag.ContinueOnError)
-	var files fileGroups
-	fs.Var(&files, "file", "data files of the shard (repeat, or comma-separated)")
-	randao := &hexBytes{name: "--randao", len: 32}
-	fs.Var(randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex")
+	files, randao := addShardFlags(fs, "data files of the shard (repeat, or comma-separated)")
 	nonce := fs.Uint64("nonce", 0, "the nonce")
 	miner := &hexBytes{name: "--miner", len: 20}
 	fs.Var(miner, "miner", "miner address; defaults to the files' header")
 	shard := fs.Int64("shard", -1, "shard index; must match the files (checked)")
 	kvBits := fs.Int("kv-entries-bits", 0, "shard size as log2(KVs); inferred from the files when omitted")
-	checks := fs.Int("random-checks", 2, "samples per nonce")
+	checks := fs.Int("random-checks", pora.DefaultRandomChecks, "samples per nonce")
 	diffs := addDiffFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	set := parse(fs, args)
-	if len(files) == 0 || !set["randao"] || !set["nonce"] {
+	if len(*files) == 0 || !set["randao"] || !set["nonce"] {
 		return errors.New("hash: --file, --randao and --nonce are required")
 	}
 	diff, err := diffs.difficultyOf(set)
@@ -40,7 +37,7 @@ func runHash(args []string) error {
 		return err
 	}
 	var group []string
-	for _, g := range files {
+	for _, g := range *files {
 		group = append(group, g...)
 	}
 	// One read at a time through plain pread, as `pora hash` does.

@@ -154,3 +154,12 @@ func randomRandao(seed, slot uint64) []byte {
 func interruptContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// addShardFlags registers --file (fileHelp says what one group is) and --randao on fs.
+func addShardFlags(fs *flag.FlagSet, fileHelp string) (*fileGroups, *hexBytes) {
+	files := &fileGroups{}
+	fs.Var(files, "file", fileHelp)
+	randao := &hexBytes{name: "--randao", len: 32}
+	fs.Var(randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex")
+	return files, randao
+}

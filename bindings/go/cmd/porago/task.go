@@ -37,19 +37,16 @@ type foundNonce struct {
 
 func runTask(args []string) error {
 	fs := flag.NewFlagSet("task", flag.ContinueOnError)
-	var files fileGroups
-	fs.Var(&files, "file", "data files of one shard (comma-separated); repeat --file for each further shard")
-	randao := &hexBytes{name: "--randao", len: 32}
-	fs.Var(randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex")
+	files, randao := addShardFlags(fs, "data files of one shard (comma-separated); repeat --file for each further shard")
 	required := fs.String("required-diff", "", "the threshold hash1 must not exceed (decimal or 0x hex)")
-	slotSec := fs.String("slot", "12", "slot length in seconds (es-node: 12)")
+	slotSec := fs.String("slot", fmt.Sprint(pora.DefaultSlotLength.Seconds()), "slot length in seconds (es-node's)")
 	nonceLimit := fs.Uint64("nonce-limit", pora.DefaultNonces, "nonces per shard and slot (es-node's)")
 	method := fs.String("method", "auto", "access method")
 	threads := fs.Int("threads", 0, "worker threads [default: chosen by pora]")
 	depth := fs.Int("depth", 0, "reads in flight per thread [default: chosen by pora]")
 	asJSON := fs.Bool("json", false, "one JSON object per shard")
 	set := parse(fs, args)
-	if len(files) == 0 || !set["randao"] || !set["required-diff"] {
+	if len(*files) == 0 || !set["randao"] || !set["required-diff"] {
 		return errors.New("task: --file, --randao and --required-diff are required")
 	}
 	diff, err := pora.ParseU256("--required-diff", *required)
@@ -60,8 +57,8 @@ func runTask(args []string) error {
 	if err != nil {
 		return err
 	}
-	engines := make([]*pora.Engine, len(files))
-	for i, group := range files {
+	engines := make([]*pora.Engine, len(*files))
+	for i, group := range *files {
 		e, err := pora.OpenEngine(group, pora.Options{Method: *method, Threads: *threads, Depth: *depth})
 		if err != nil {
 			return err

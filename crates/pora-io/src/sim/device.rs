@@ -41,7 +41,10 @@ pub(crate) fn open(
         return bad(&format!("fault {f:?} names no file or an empty range"));
     }
     if config.block_size != crate::BlockSize::Natural {
-        return bad("reads exactly one sample; --block-size needs a block method");
+        let block_size = pora_core::Input::BlockSize;
+        return bad(&format!(
+            "reads exactly one sample; {block_size} needs a block method"
+        ));
     }
     let files = paths
         .iter()

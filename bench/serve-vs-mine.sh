@@ -84,7 +84,7 @@ rpc() {
 
 # The knobs the service chose, so `pora mine` runs with exactly the same ones.
 read -r METHOD THREADS DEPTH < <(rpc '{"jsonrpc":"2.0","id":0,"method":"pora_status"}' \
-    | python3 -c "import json,sys; r=json.load(sys.stdin)['result']; print(r['method'], r['threads'], r['depth'])")
+    | python3 -c "import json,sys; r=json.load(sys.stdin)['result']; c=r['choice']; print(c['method'], c['threads'], c['depth'])")
 echo "shard $SHARD, $METHOD $THREADS threads x depth $DEPTH, $DURATION s slots, $PAIRS pairs, $CACHE" >&2
 
 SLOT_MS=$(python3 -c "print(int(float('$DURATION') * 1000))")

@@ -2,9 +2,10 @@
 //! own (a background thread with a small runtime) while the CLI mines; the CLI feeds each slot's
 //! report after the slot.
 
-use crate::http::{Access, Server, ServerConfig, Shutdown};
+use crate::config::{Access, ServerConfig};
+use crate::error::ServeError;
+use crate::http::{Server, Shutdown};
 use crate::metrics::Metrics;
-use crate::ServeError;
 use pora_mine::session::Session;
 use pora_mine::SlotReport;
 use std::net::SocketAddr;

@@ -11,10 +11,11 @@
 //! On shutdown the listener closes, in-flight requests get up to the grace period to finish (a
 //! cancelled slot answers with its partial counts), then the runtime is dropped.
 
+use crate::config::{Access, ServerConfig, MAX_BLOCKING_THREADS, MAX_HEADER_BYTES};
+use crate::error::ServeError;
 use crate::metrics::{self, Metrics};
-use crate::rpc::{self, RpcError};
+use crate::rpc;
 use crate::service::Service;
-use crate::ServeError;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -26,59 +27,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Semaphore};
-
-/// Blocking threads of the runtime: one slot at a time plus a few single-nonce hashes.
-const MAX_BLOCKING_THREADS: usize = 4;
-/// Largest request head (request line and headers) hyper buffers.
-const MAX_HEADER_BYTES: usize = 64 * 1024;
-
-/// Who may connect.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// Loopback addresses only; no token (the default of `pora serve`).
-    LoopbackOnly,
-    /// Any address; every request must carry `Authorization: Bearer <token>`.
-    Token(String),
-    /// Any address, no token: only for the read-only metrics listener.
-    Open,
-}
-
-/// Where to listen and the limits.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    pub access: Access,
-    pub max_body_bytes: usize,
-    /// Longest wait for a request's headers (and, again, for its body).
-    pub io_timeout: Duration,
-    pub max_connections: usize,
-    /// How long in-flight requests may take to finish after shutdown starts.
-    pub shutdown_grace: Duration,
-}
-
-impl ServerConfig {
-    /// Loopback only, 1 MiB bodies, 10 s I/O timeout, 256 connections, 1.5 s grace.
-    pub fn new(listen: SocketAddr) -> Self {
-        ServerConfig {
-            listen,
-            access: Access::LoopbackOnly,
-            max_body_bytes: 1 << 20,
-            io_timeout: Duration::from_secs(10),
-            max_connections: 256,
-            shutdown_grace: Duration::from_millis(1500),
-        }
-    }
-
-    fn check(&self) -> Result<(), ServeError> {
-        match &self.access {
-            Access::LoopbackOnly if !self.listen.ip().is_loopback() => {
-                Err(ServeError::RemoteNotAllowed { addr: self.listen })
-            }
-            Access::Token(t) if t.is_empty() => Err(ServeError::EmptyToken),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// Tells a running [`Server`] to stop; cheap to clone, callable from any thread (a signal
 /// handler's included).
@@ -149,7 +97,7 @@ impl Server {
         let listener = std::net::TcpListener::bind(config.listen).map_err(bind_error)?;
         listener.set_nonblocking(true).map_err(bind_error)?;
         let token = match &config.access {
-            Access::Token(t) => Some(t.as_bytes().to_vec()),
+            Access::Token { token, .. } => Some(token.as_bytes().to_vec()),
             Access::LoopbackOnly | Access::Open => None,
         };
         let app = Arc::new(App {
@@ -264,9 +212,11 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Answer, Infalli
     if let Some(token) = &app.token {
         if !authorized(req.headers(), token) {
             let mut answer = text(StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n");
-            answer
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            let headers = answer.headers_mut();
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            // The body is left unread, so the connection cannot carry another request: say so,
+            // or a client reuses it and finds it closed.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             return Ok(answer);
         }
     }
@@ -302,7 +252,7 @@ async fn rpc_answer(app: &App, service: &Arc<Service>, req: Request<Incoming>) -
     let too_large = || {
         rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("invalid request: body over {limit} bytes"),
+            format!("body over {limit} bytes"),
         )
     };
     let declared = req
@@ -319,16 +269,11 @@ async fn rpc_answer(app: &App, service: &Arc<Service>, req: Request<Incoming>) -
             let secs = app.io_timeout.as_secs_f64();
             return rpc_error(
                 StatusCode::REQUEST_TIMEOUT,
-                format!("invalid request: body not received within {secs} s"),
+                format!("body not received within {secs} s"),
             );
         }
         Ok(Err(e)) if e.is::<LengthLimitError>() => return too_large(),
-        Ok(Err(e)) => {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request: reading the body: {e}"),
-            )
-        }
+        Ok(Err(e)) => return rpc_error(StatusCode::BAD_REQUEST, format!("reading the body: {e}")),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     match rpc::handle_body(service, &bytes).await {
@@ -338,11 +283,8 @@ async fn rpc_answer(app: &App, service: &Arc<Service>, req: Request<Incoming>) -
 }
 
 /// An HTTP-level refusal, with a JSON-RPC error body (`id` null) for clients that only read it.
-fn rpc_error(status: StatusCode, message: String) -> Answer {
-    let mut answer = json(
-        status,
-        &rpc::error_response(RpcError::new(rpc::INVALID_REQUEST, message)),
-    );
+fn rpc_error(status: StatusCode, why: String) -> Answer {
+    let mut answer = json(status, &rpc::refused(why));
     answer
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -350,11 +292,8 @@ fn rpc_error(status: StatusCode, message: String) -> Answer {
 }
 
 fn json(status: StatusCode, value: &serde_json::Value) -> Answer {
-    let body = serde_json::to_vec(value).unwrap_or_else(|e| {
-        format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"internal error: {e}"}}}}"#)
-            .into_bytes()
-    });
-    let mut answer = Response::new(Full::new(Bytes::from(body)));
+    // Rendering a `Value` cannot fail: its map keys are strings.
+    let mut answer = Response::new(Full::new(Bytes::from(value.to_string())));
     *answer.status_mut() = status;
     answer.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -410,22 +349,5 @@ mod tests {
         assert!(!authorized(&headers("Bearer s3cretx"), b"s3cret"));
         assert!(!authorized(&headers("Basic s3cret"), b"s3cret"));
         assert!(!authorized(&HeaderMap::new(), b"s3cret"));
-    }
-
-    #[test]
-    fn non_loopback_needs_a_token() {
-        let remote: SocketAddr = "0.0.0.0:0".parse().unwrap();
-        let mut config = ServerConfig::new(remote);
-        assert!(matches!(
-            config.check(),
-            Err(ServeError::RemoteNotAllowed { .. })
-        ));
-        config.access = Access::Token(String::new());
-        assert!(matches!(config.check(), Err(ServeError::EmptyToken)));
-        config.access = Access::Token("t".into());
-        assert!(config.check().is_ok());
-        assert!(ServerConfig::new("[::1]:0".parse().unwrap())
-            .check()
-            .is_ok());
     }
 }

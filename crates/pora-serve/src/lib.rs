@@ -1,19 +1,27 @@
 //! pora-serve: `pora serve`, a local JSON-RPC 2.0 mining service over HTTP/1.1, and the
 //! Prometheus metrics it (and `pora mine --metrics-listen`) exports.
 //!
-//! - [`rpc`]: the JSON-RPC 2.0 envelope (single and batch requests, the error codes);
+//! The layers, each importing only those below it:
+//!
+//! - [`Server`] (`http.rs`), the transport: the HTTP listener (`POST /`, `GET /metrics`,
+//!   `GET /healthz`) with the limits and access rule of its [`ServerConfig`] (`config.rs`, where
+//!   every default and bound is stated); [`MetricsExporter`], the metrics-only listener of
+//!   `pora mine --metrics-listen`;
+//! - [`rpc`], the JSON-RPC 2.0 framing: single and batch requests, the response envelopes;
+//! - [`Method`] (`methods.rs`, with `params.rs`), the dispatch: `pora_hash`, `pora_mineSlot`,
+//!   `pora_cancel`, `pora_status`, their params, and the mapping of the service's errors to the
+//!   codes of [`codes`] (known to the framing and the dispatch only);
 //! - [`Service`]: one opened [`pora_mine::session::Session`], the running slot, its cancel flag
-//!   and the last slot's report; the methods `pora_hash`, `pora_mineSlot`, `pora_cancel`,
-//!   `pora_status`;
+//!   and the last slot's answer, with typed errors ([`ServiceError`]);
 //! - [`Metrics`]: the Prometheus registry, fed once per slot from the slot's report (the mining
-//!   hot path gains nothing);
-//! - [`Server`]: the HTTP listener (`POST /`, `GET /metrics`, `GET /healthz`) with its limits:
-//!   body size, header and body read timeouts, connection cap, bearer token;
-//! - [`MetricsExporter`]: the metrics-only listener of `pora mine --metrics-listen`.
+//!   hot path gains nothing).
 //!
 //! The mining engine stays synchronous: a slot runs on one of a few blocking threads of a small
 //! tokio runtime; the HTTP side only waits for its answer.
 
+pub mod codes;
+mod config;
+mod error;
 mod exporter;
 mod http;
 mod methods;
@@ -22,29 +30,14 @@ mod params;
 pub mod rpc;
 mod service;
 
+pub use config::{
+    read_token_file, readable_by_others, Access, ServerConfig, IO_TIMEOUT_SECS,
+    IO_TIMEOUT_SECS_RANGE, MAX_BLOCKING_THREADS, MAX_BODY_BYTES, MAX_BODY_BYTES_RANGE,
+    MAX_CONNECTIONS, MAX_CONNECTIONS_RANGE, MAX_HEADER_BYTES, SHUTDOWN_GRACE,
+};
+pub use error::ServeError;
 pub use exporter::MetricsExporter;
-pub use http::{Access, Server, ServerConfig, Shutdown};
+pub use http::{Server, Shutdown};
+pub use methods::Method;
 pub use metrics::Metrics;
-pub use service::Service;
-
-use std::net::SocketAddr;
-
-/// Why the service could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("listening on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error(
-        "{addr} is not a loopback address: serving beyond this machine needs --allow-remote and --auth-token-file"
-    )]
-    RemoteNotAllowed { addr: SocketAddr },
-    #[error("the auth token is empty")]
-    EmptyToken,
-    #[error("starting the HTTP runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error("building the metrics registry: {0}")]
-    Metrics(#[from] prometheus::Error),
-}
+pub use service::{FailedRead, Service, ServiceError, SlotAnswer, StatusRecord};

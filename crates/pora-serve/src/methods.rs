@@ -1,51 +1,98 @@
-//! The RPC methods: `pora_hash`, `pora_mineSlot`, `pora_cancel`, `pora_status`. Each reads its
-//! named params (every error names the field), then calls the [`Service`].
+//! The dispatch: the RPC methods ([`Method`], listed once), their named params (every error
+//! names the field, in the JSON spelling), the call of the [`Service`], and the one mapping of
+//! the service's typed errors to JSON-RPC codes.
 
+use crate::codes::{
+    RpcError, INVALID_PARAMS, IO_ERROR, METHOD_NOT_FOUND, MINING_FAILED, SHUTTING_DOWN,
+    SLOT_RUNNING,
+};
 use crate::params::Params;
-use crate::rpc::{RpcError, METHOD_NOT_FOUND};
-use crate::service::Service;
-use pora_mine::{Find, SlotRequest};
+use crate::service::{list, Service, ServiceError};
+use pora_mine::{ErrorKind, Find, MineError, SlotRequest};
+use pora_mine::{MAX_SLOT_LENGTH_MS, NONCES_PER_SLOT, SLOT_LENGTH_MS};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Longest slot a call may ask for (a day, as `pora mine --slot`).
-const MAX_SLOT_MS: u64 = 86_400_000;
-/// es-node's slot, when `slotMs` is left out.
-const DEFAULT_SLOT_MS: u64 = 12_000;
-/// The methods, in the order the docs list them.
-pub const METHODS: [&str; 4] = ["pora_hash", "pora_mineSlot", "pora_cancel", "pora_status"];
+/// The methods the service answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Hash,
+    MineSlot,
+    Cancel,
+    Status,
+}
 
-/// Calls `method` with `params`.
+impl Method {
+    /// Every method, in the order the docs list them.
+    pub const ALL: [Method; 4] = [
+        Method::Hash,
+        Method::MineSlot,
+        Method::Cancel,
+        Method::Status,
+    ];
+
+    /// The name a request calls it by; also its label in `pora_rpc_requests_total`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Hash => "pora_hash",
+            Method::MineSlot => "pora_mineSlot",
+            Method::Cancel => "pora_cancel",
+            Method::Status => "pora_status",
+        }
+    }
+
+    /// The method called `name`, if the service has it.
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    async fn call(self, service: &Arc<Service>, params: Option<Value>) -> Result<Value, RpcError> {
+        let params = Params::new(params)?;
+        match self {
+            Method::Hash => hash(service, params).await,
+            Method::MineSlot => mine_slot(service, params).await,
+            Method::Cancel => {
+                params.finish()?;
+                Ok(json!({ "cancelled": service.cancel() }))
+            }
+            Method::Status => {
+                params.finish()?;
+                answer(service.status())
+            }
+        }
+    }
+}
+
+/// Calls the method named `name` with `params`, and counts the call.
 pub async fn call(
     service: &Arc<Service>,
-    method: &str,
+    name: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    if !METHODS.contains(&method) {
-        // Echo at most a short prefix of what the client sent.
-        let shown: String = method.chars().take(64).collect();
-        return Err(RpcError::new(
-            METHOD_NOT_FOUND,
-            format!(
-                "method not found: `{shown}` (methods: {})",
-                METHODS.join(", ")
-            ),
-        ));
-    }
-    let params = Params::new(params)?;
-    match method {
-        "pora_hash" => hash(service, params).await,
-        "pora_mineSlot" => mine_slot(service, params).await,
-        "pora_cancel" => {
-            params.finish()?;
-            Ok(json!({ "cancelled": service.cancel() }))
-        }
-        _ => {
-            params.finish()?;
-            Ok(service.status())
-        }
-    }
+    let method = Method::parse(name);
+    let result = match method {
+        Some(method) => method.call(service, params).await,
+        None => Err(not_found(name)),
+    };
+    service
+        .metrics()
+        .record_rpc(method.map(Method::name), result.is_ok());
+    result
+}
+
+fn not_found(name: &str) -> RpcError {
+    // Echo at most a short prefix of what the client sent.
+    let shown: String = name.chars().take(64).collect();
+    let names: Vec<&str> = Method::ALL.into_iter().map(Method::name).collect();
+    RpcError::new(
+        METHOD_NOT_FOUND,
+        format!(
+            "method not found: `{shown}` (methods: {})",
+            names.join(", ")
+        ),
+    )
 }
 
 /// `{randao, nonce, shard?, randomChecks?, requiredDiff? | difficulty + interval ...}`.
@@ -56,37 +103,28 @@ async fn hash(service: &Arc<Service>, mut params: Params) -> Result<Value, RpcEr
     check_random_checks(service, &mut params)?;
     let required = params.required_diff()?;
     params.finish()?;
-    service.hash(shard, randao, nonce, required).await
+    let record = service.hash(shard, randao, nonce, required).await;
+    answer(record.map_err(|e| service_error(service, e))?)
 }
 
-/// `{randao, nonceStart, nonceEnd, requiredDiff? | difficulty + interval ..., find?, slotMs?,
-/// randomChecks?}`.
+/// `{randao, nonceStart?, nonceEnd?, requiredDiff? | difficulty + interval ..., find?, slotMs?,
+/// randomChecks?}`; left out, the nonces and the slot length are es-node's.
 async fn mine_slot(service: &Arc<Service>, mut params: Params) -> Result<Value, RpcError> {
     let randao = params.h256("randao")?;
-    let start = params.quantity("nonceStart")?;
-    let end = params.quantity("nonceEnd")?;
+    let start = params.opt_quantity("nonceStart")?.unwrap_or(0);
+    let end = params.opt_quantity("nonceEnd")?.unwrap_or(NONCES_PER_SLOT);
     if end <= start {
         return Err(RpcError::invalid_param(
             "nonceEnd",
             format!("{end} must be greater than nonceStart {start} (the range is nonceStart..nonceEnd, end exclusive)"),
         ));
     }
-    let find = match params.opt_str("find")?.as_deref() {
-        None | Some("first") => Find::First,
-        Some("best") => Find::Best,
-        Some("all") => Find::All,
-        Some(other) => {
-            return Err(RpcError::invalid_param(
-                "find",
-                format!("\"{other}\": one of first, best, all"),
-            ))
-        }
-    };
-    let slot_ms = params.opt_quantity("slotMs")?.unwrap_or(DEFAULT_SLOT_MS);
-    if !(1..=MAX_SLOT_MS).contains(&slot_ms) {
+    let find = find(params.opt_str("find")?.as_deref())?;
+    let slot_ms = params.opt_quantity("slotMs")?.unwrap_or(SLOT_LENGTH_MS);
+    if !(1..=MAX_SLOT_LENGTH_MS).contains(&slot_ms) {
         return Err(RpcError::invalid_param(
             "slotMs",
-            format!("{slot_ms}: must be between 1 and {MAX_SLOT_MS} milliseconds"),
+            format!("{slot_ms}: must be between 1 and {MAX_SLOT_LENGTH_MS} milliseconds"),
         ));
     }
     check_random_checks(service, &mut params)?;
@@ -97,20 +135,81 @@ async fn mine_slot(service: &Arc<Service>, mut params: Params) -> Result<Value, 
         .with_slot_length(Duration::from_millis(slot_ms))
         .with_find(find)
         .with_required_diff(required);
-    service.mine_slot(request).await
+    let slot = service.mine_slot(request).await;
+    answer(slot.map_err(|e| service_error(service, e))?)
 }
 
-/// `randomChecks` is fixed when the shards are opened (`pora serve --random-checks`): a call may
-/// repeat it, not change it.
+/// `find`: which valid nonces a slot reports; es-node's (the first) when left out.
+fn find(asked: Option<&str>) -> Result<Find, RpcError> {
+    match asked {
+        None | Some("first") => Ok(Find::First),
+        Some("best") => Ok(Find::Best),
+        Some("all") => Ok(Find::All),
+        Some(other) => Err(RpcError::invalid_param(
+            "find",
+            format!("\"{other}\": one of first, best, all"),
+        )),
+    }
+}
+
+/// `randomChecks` is fixed when the shards are opened: a call may repeat it, not change it.
 fn check_random_checks(service: &Service, params: &mut Params) -> Result<(), RpcError> {
     let served = service.session().miner().config().random_checks;
     match params.opt_quantity("randomChecks")? {
         Some(asked) if asked != u64::from(served) => Err(RpcError::invalid_param(
             "randomChecks",
             format!(
-                "{asked}: this service mines with {served} samples per nonce (pora serve --random-checks {served})"
+                "{asked}: this service was opened with randomChecks {served} (samples per nonce)"
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// A record as the call's `result`.
+fn answer(record: impl Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(record).map_err(RpcError::internal)
+}
+
+/// The JSON-RPC error of a failed call of the service.
+fn service_error(service: &Service, e: ServiceError) -> RpcError {
+    match e {
+        ServiceError::SlotRunning => RpcError::new(SLOT_RUNNING, e.to_string()),
+        ServiceError::ShuttingDown => RpcError::new(SHUTTING_DOWN, e.to_string()),
+        ServiceError::MissingShard { .. } => RpcError::invalid_param("shard", e),
+        ServiceError::Mine(e) => mine_error(service, e),
+        ServiceError::Internal(why) => RpcError::internal(why),
+    }
+}
+
+/// A library error by its kind: every kind has its code, so a new kind cannot fall through.
+fn mine_error(service: &Service, e: MineError) -> RpcError {
+    match e.kind() {
+        ErrorKind::Busy => RpcError::new(SLOT_RUNNING, e.to_string()),
+        ErrorKind::Io => match service.failed_read(&e) {
+            Some(read) => RpcError::new(IO_ERROR, read.to_string()).with_data(json!(read)),
+            None => RpcError::new(IO_ERROR, e.to_string()),
+        },
+        ErrorKind::UnknownShard => {
+            let served = list(&service.served_shards());
+            RpcError::invalid_param("shard", format!("{e} (served: {served})"))
+        }
+        ErrorKind::InvalidInput => RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")),
+        ErrorKind::Shard => RpcError::new(MINING_FAILED, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_is_found_by_its_name_only() {
+        for method in Method::ALL {
+            assert_eq!(Method::parse(method.name()), Some(method));
+        }
+        assert_eq!(Method::parse("pora_nope"), None);
+        assert_eq!(Method::parse("PORA_STATUS"), None);
+        assert_eq!(not_found("pora_nope").code, METHOD_NOT_FOUND);
     }
 }

@@ -4,10 +4,11 @@
 //! Everything is fed once per slot from the slot's [`SlotReport`] (and once per RPC call), never
 //! from the mining hot path: the workers gain no clock read, atomic or allocation. Labels are
 //! low-cardinality: `shard` (the shards this process mines), `method` (the access method, or the
-//! RPC method name — unknown names collapse to `unknown`), `outcome`. Never nonces, randaos or
-//! block numbers. The meaning of each metric is in docs/serve.md.
+//! RPC method's name as the caller labels it — unknown names collapse to `unknown`), `outcome`.
+//! Never nonces, randaos or block numbers. The meaning of each metric is in docs/serve.md.
+//!
+//! This layer knows nothing of JSON-RPC: the dispatch above it hands it the method's label.
 
-use crate::ServeError;
 use pora_io::Method;
 use pora_mine::session::{choice_for, Choice};
 use pora_mine::SlotReport;
@@ -37,7 +38,9 @@ pub struct Metrics {
     samples_read: IntCounterVec,
     nonces_tried: IntCounterVec,
     found: IntCounterVec,
-    read_errors: IntCounterVec,
+    nonces_dropped: IntCounterVec,
+    /// `pora_read_errors_total`, the old name of `pora_nonces_dropped_total`, kept one release.
+    read_errors_deprecated: IntCounterVec,
     changed_during_slot: IntCounterVec,
     mining_power: GaugeVec,
     slot_duration: Histogram,
@@ -53,7 +56,7 @@ impl Metrics {
     /// Metrics for the shards `choices` mine (one choice per device, with its method); every
     /// series that can appear is created at 0 now, so rates and alerts see it from the first
     /// scrape.
-    pub fn new(choices: &[Choice]) -> Result<Metrics, ServeError> {
+    pub fn new(choices: &[Choice]) -> Result<Metrics, prometheus::Error> {
         let registry = Registry::new();
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels)?;
@@ -76,9 +79,14 @@ impl Metrics {
                 "Valid nonces reported by mining slots (re-verified from the files).",
                 &["shard"],
             )?,
-            read_errors: counter(
+            nonces_dropped: counter(
+                "pora_nonces_dropped_total",
+                "Nonces dropped because a sample read failed (after the retries the I/O error policy allows).",
+                &["shard"],
+            )?,
+            read_errors_deprecated: counter(
                 "pora_read_errors_total",
-                "Nonces dropped because a sample read failed (after the retries of --on-io-error retry).",
+                "Deprecated: the same as pora_nonces_dropped_total, under its old name; removed in the next release.",
                 &["shard"],
             )?,
             changed_during_slot: counter(
@@ -149,7 +157,7 @@ impl Metrics {
         Ok(m)
     }
 
-    fn register_build_info(&self) -> Result<(), ServeError> {
+    fn register_build_info(&self) -> Result<(), prometheus::Error> {
         let info = IntGaugeVec::new(
             Opts::new(
                 "pora_build_info",
@@ -170,7 +178,8 @@ impl Metrics {
             for c in [
                 &self.nonces_tried,
                 &self.found,
-                &self.read_errors,
+                &self.nonces_dropped,
+                &self.read_errors_deprecated,
                 &self.changed_during_slot,
             ] {
                 c.with_label_values(&[&shard]);
@@ -203,9 +212,9 @@ impl Metrics {
             self.found
                 .with_label_values(&[&shard])
                 .inc_by(s.found.len() as u64);
-            self.read_errors
-                .with_label_values(&[&shard])
-                .inc_by(s.io_errors);
+            for dropped in [&self.nonces_dropped, &self.read_errors_deprecated] {
+                dropped.with_label_values(&[&shard]).inc_by(s.io_errors);
+            }
             self.changed_during_slot
                 .with_label_values(&[&shard])
                 .inc_by(s.changed_during_slot);
@@ -240,13 +249,10 @@ impl Metrics {
         self.last_slot_timestamp.set(now);
     }
 
-    /// Counts one answered RPC call.
-    pub fn record_rpc(&self, method: &str, ok: bool) {
-        let method = crate::methods::METHODS
-            .iter()
-            .find(|m| **m == method)
-            .copied()
-            .unwrap_or("unknown");
+    /// Counts one answered RPC call of `method`: the caller's label for a method it serves
+    /// (a fixed set, so the label stays low-cardinality), `None` for a name it does not know.
+    pub fn record_rpc(&self, method: Option<&'static str>, ok: bool) {
+        let method = method.unwrap_or("unknown");
         let outcome = if ok { "ok" } else { "error" };
         self.rpc_requests
             .with_label_values(&[method, outcome])
@@ -374,6 +380,7 @@ mod tests {
             "pora_nonces_tried_total{shard=\"3\"} 5",
             "pora_nonces_tried_total{shard=\"4\"} 0",
             "pora_samples_read_total{method=\"pread\",shard=\"3\"} 10",
+            "pora_nonces_dropped_total{shard=\"3\"} 1",
             "pora_read_errors_total{shard=\"3\"} 1",
             "pora_slots_total{outcome=\"cancelled\"} 1",
             "pora_slots_total{outcome=\"found\"} 0",

@@ -3,7 +3,7 @@
 //! `0x`-hex or decimal strings. Every error names the offending field; a field the method does
 //! not know is an error too (a typo must not silently fall back to a default).
 
-use crate::rpc::RpcError;
+use crate::codes::RpcError;
 // es-node's defaults for the difficulty inputs a call may leave out, shared with every door.
 use pora_core::difficulty::{
     expected_diff, parse_u256, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
@@ -212,7 +212,7 @@ mod tests {
     }
 
     fn field_of(e: RpcError) -> String {
-        assert_eq!(e.code, crate::rpc::INVALID_PARAMS);
+        assert_eq!(e.code, crate::codes::INVALID_PARAMS);
         e.data.unwrap()["field"].as_str().unwrap().to_string()
     }
 

@@ -1,73 +1,16 @@
 //! The JSON-RPC 2.0 envelope: a body is one request or a batch (an array of at most
 //! [`MAX_BATCH`] requests, answered in order, run concurrently); notifications (no `id`) get no
 //! answer; malformed bodies and requests get the standard error objects. The methods themselves
-//! live in `methods.rs`.
+//! are the dispatch's (`methods.rs`), below this layer; the transport above asks this layer for
+//! every JSON-RPC body it sends, so it knows no codes.
 
+use crate::codes::{RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::service::Service;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// Invalid JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// Valid JSON that is not a request object (or an empty or oversized batch, or an oversized
-/// body).
-pub const INVALID_REQUEST: i64 = -32600;
-/// No such method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// A parameter is missing, unknown or malformed; the message names it and `data.field` holds it.
-pub const INVALID_PARAMS: i64 = -32602;
-/// A bug or an unexpected failure of the service.
-pub const INTERNAL_ERROR: i64 = -32603;
-/// Server error: a slot is already running (one slot at a time); cancel it or wait.
-pub const SLOT_RUNNING: i64 = -32000;
-/// Server error: a read of a shard file failed; `data` holds `path`, `offset` and `why`.
-pub const IO_ERROR: i64 = -32001;
-/// Server error: the service is shutting down and starts no new slot.
-pub const SHUTTING_DOWN: i64 = -32002;
-/// Server error: the shards could not be mined (a file changed size, a device went away...).
-pub const MINING_FAILED: i64 = -32003;
 
 /// Most requests in one batch; a larger batch is answered with one error.
 pub const MAX_BATCH: usize = 100;
-
-/// A JSON-RPC error object.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// `-32602` naming `field` in the message and in `data.field`.
-    pub fn invalid_param(field: &str, why: impl std::fmt::Display) -> Self {
-        RpcError::new(INVALID_PARAMS, format!("invalid params: `{field}`: {why}"))
-            .with_data(json!({ "field": field }))
-    }
-
-    fn to_value(&self) -> Value {
-        let mut error = Map::new();
-        error.insert("code".into(), self.code.into());
-        error.insert("message".into(), self.message.clone().into());
-        if let Some(data) = &self.data {
-            error.insert("data".into(), data.clone());
-        }
-        Value::Object(error)
-    }
-}
 
 /// The response object for request `id`.
 pub fn response(id: Value, result: Result<Value, RpcError>) -> Value {
@@ -80,6 +23,15 @@ pub fn response(id: Value, result: Result<Value, RpcError>) -> Value {
 /// An error response that belongs to no request (`id` null): parse errors, bad batches.
 pub fn error_response(error: RpcError) -> Value {
     response(Value::Null, Err(error))
+}
+
+/// The answer to a body the transport refused before reading it all (too large, too slow):
+/// an invalid request, for clients that read only the body.
+pub fn refused(why: impl std::fmt::Display) -> Value {
+    error_response(RpcError::new(
+        INVALID_REQUEST,
+        format!("invalid request: {why}"),
+    ))
 }
 
 /// Answers one HTTP body; `None` when every request was a notification (nothing to send).
@@ -127,13 +79,7 @@ async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value
         match joined {
             Ok((index, Some(answer))) => answers.push((index, answer)),
             Ok((_, None)) => {}
-            Err(e) => answers.push((
-                usize::MAX,
-                error_response(RpcError::new(
-                    INTERNAL_ERROR,
-                    format!("internal error: {e}"),
-                )),
-            )),
+            Err(e) => answers.push((usize::MAX, error_response(RpcError::internal(e)))),
         }
     }
     answers.sort_by_key(|(index, _)| *index);
@@ -148,7 +94,6 @@ async fn handle_one(service: Arc<Service>, request: Value) -> Option<Value> {
         Err(refusal) => return Some(*refusal),
     };
     let result = crate::methods::call(&service, &method, params).await;
-    service.metrics().record_rpc(&method, result.is_ok());
     id.map(|id| response(id, result))
 }
 
@@ -189,6 +134,7 @@ fn envelope(request: Value) -> Result<Envelope, Box<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codes::INVALID_PARAMS;
 
     fn check(request: Value) -> Result<(), i64> {
         envelope(request)

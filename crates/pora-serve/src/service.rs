@@ -2,20 +2,86 @@
 //! (its stop flag is what `pora_cancel` and shutdown set), the last slot's answer, and the
 //! metrics. Slots and single-nonce hashes run on the runtime's blocking threads, so the engine
 //! stays synchronous and the HTTP side never blocks on a read.
+//!
+//! Its errors are typed ([`ServiceError`]); which JSON-RPC code each becomes is the dispatch's
+//! business (`methods.rs`), so this layer knows no codes.
 
+use crate::error::ServeError;
 use crate::metrics::Metrics;
-use crate::rpc::{self, RpcError};
-use crate::ServeError;
 use pora_core::{H256, U256};
 use pora_io::IoError;
-use pora_mine::records::{HashRecord, ShardSlotRecord};
+use pora_mine::records::{HashRecord, SessionRecord, ShardSlotRecord};
 use pora_mine::session::Session;
 use pora_mine::{MineError, Miner, SlotReport, SlotRequest};
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
+
+/// Why a call of the service failed; the dispatch above turns each into its JSON-RPC code.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("a slot is already running; wait for it or cancel it")]
+    SlotRunning,
+    #[error("the service is shutting down")]
+    ShuttingDown,
+    /// No shard was named, and more than one is served.
+    #[error("missing: {} shards are served ({}); name one", served.len(), list(served))]
+    MissingShard { served: Vec<u64> },
+    #[error(transparent)]
+    Mine(#[from] MineError),
+    /// A bug: a blocking task panicked, say.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// `0, 1, 2`.
+pub fn list(shards: &[u64]) -> String {
+    let shards: Vec<String> = shards.iter().map(u64::to_string).collect();
+    shards.join(", ")
+}
+
+/// The read behind an I/O error: which file, where (when known) and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedRead {
+    pub path: PathBuf,
+    pub offset: Option<u64>,
+    pub why: String,
+}
+
+impl std::fmt::Display for FailedRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self
+            .offset
+            .map_or(String::new(), |o| format!(" at offset {o}"));
+        write!(f, "{}: read{at} failed: {}", self.path.display(), self.why)
+    }
+}
+
+/// A slot's answer: `{"shards": [...], "ioErrorMessages": [...]}`, the shard objects exactly
+/// the lines of `pora mine --json`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotAnswer {
+    pub shards: Vec<ShardSlotRecord>,
+    pub io_error_messages: Vec<String>,
+}
+
+/// `pora_status`: the session as every door describes it ([`SessionRecord`], the C ABI's
+/// `pora_open` answer), and what the service adds.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusRecord<'a> {
+    pub version: &'static str,
+    pub uptime_sec: f64,
+    #[serde(flatten)]
+    pub session: SessionRecord<'a>,
+    pub slot_running: bool,
+    pub slots_started: u64,
+    /// The last finished slot's answer.
+    pub last_slot: Option<SlotAnswer>,
+}
 
 /// What the service knows about slots; guarded by one mutex so that starting, cancelling and
 /// shutting down cannot interleave.
@@ -26,7 +92,7 @@ struct SlotState {
     /// Number of the next slot (0-based, like `pora mine`'s `slot`).
     next_slot: u64,
     /// The last finished slot's answer.
-    last: Option<Value>,
+    last: Option<SlotAnswer>,
 }
 
 /// One session served over RPC.
@@ -67,29 +133,25 @@ impl Service {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Mines one slot on a blocking thread; `SLOT_RUNNING` at once when one runs already.
-    pub async fn mine_slot(self: &Arc<Self>, request: SlotRequest) -> Result<Value, RpcError> {
+    /// Mines one slot on a blocking thread; [`ServiceError::SlotRunning`] at once when one
+    /// runs already.
+    pub async fn mine_slot(
+        self: &Arc<Self>,
+        request: SlotRequest,
+    ) -> Result<SlotAnswer, ServiceError> {
         let slot = self.claim_slot()?;
         let service = self.clone();
         // The slot runs to its end even if the caller goes away: it is bounded by its slotMs.
-        tokio::task::spawn_blocking(move || service.run_slot(slot, &request))
-            .await
-            .unwrap_or_else(|e| Err(internal(e)))
+        blocking(move || service.run_slot(slot, &request)).await
     }
 
-    fn claim_slot(&self) -> Result<u64, RpcError> {
+    fn claim_slot(&self) -> Result<u64, ServiceError> {
         let mut state = self.state();
         if state.shutting_down {
-            return Err(RpcError::new(
-                rpc::SHUTTING_DOWN,
-                "the service is shutting down",
-            ));
+            return Err(ServiceError::ShuttingDown);
         }
         if state.running {
-            return Err(RpcError::new(
-                rpc::SLOT_RUNNING,
-                "a slot is already running; wait for it or call pora_cancel",
-            ));
+            return Err(ServiceError::SlotRunning);
         }
         state.running = true;
         self.stop.store(false, Ordering::SeqCst);
@@ -98,7 +160,7 @@ impl Service {
         Ok(slot)
     }
 
-    fn run_slot(&self, slot: u64, request: &SlotRequest) -> Result<Value, RpcError> {
+    fn run_slot(&self, slot: u64, request: &SlotRequest) -> Result<SlotAnswer, ServiceError> {
         /// Clears `running` however the slot ends (a panic included).
         struct Running<'a>(&'a Service);
         impl Drop for Running<'_> {
@@ -108,25 +170,23 @@ impl Service {
         }
         let _running = Running(self);
         self.metrics.slot_started();
-        match self.session.mine_slot(request, &self.stop) {
-            Ok(report) => {
-                self.metrics.record_slot(&report, self.session.choices());
-                let answer = self.slot_answer(slot, &report);
-                self.state().last = Some(answer.clone());
-                Ok(answer)
-            }
-            Err(e) => {
+        let report = self
+            .session
+            .mine_slot(request, &self.stop)
+            .inspect_err(|_| {
                 self.metrics.record_slot_error();
-                Err(self.mine_error(e))
-            }
-        }
+            })?;
+        self.metrics.record_slot(&report, self.session.choices());
+        let answer = self.slot_answer(slot, &report);
+        self.state().last = Some(answer.clone());
+        Ok(answer)
     }
 
-    /// `{"shards": [...], "ioErrorMessages": [...]}`: the shard objects are exactly the lines of
-    /// `pora mine --json`.
-    fn slot_answer(&self, slot: u64, report: &SlotReport) -> Value {
-        let shards = ShardSlotRecord::from_report(slot, report, self.session.choices());
-        json!({ "shards": shards, "ioErrorMessages": report.io_error_messages })
+    fn slot_answer(&self, slot: u64, report: &SlotReport) -> SlotAnswer {
+        SlotAnswer {
+            shards: ShardSlotRecord::from_report(slot, report, self.session.choices()),
+            io_error_messages: report.io_error_messages.clone(),
+        }
     }
 
     /// Ends the running slot (it answers with partial counts); whether one was running.
@@ -153,126 +213,72 @@ impl Service {
         randao: H256,
         nonce: u64,
         required: Option<U256>,
-    ) -> Result<Value, RpcError> {
-        let shards = self.session.miner().shards();
-        let shard_idx = match shard {
-            Some(s) => s,
-            None if shards.len() == 1 => shards[0].geometry.shard_idx,
-            None => {
-                return Err(RpcError::invalid_param(
-                    "shard",
-                    format!(
-                        "missing: {} shards are served ({}); name one",
-                        shards.len(),
-                        self.shard_list()
-                    ),
-                ))
-            }
+    ) -> Result<HashRecord, ServiceError> {
+        let served = self.served_shards();
+        let shard = match (shard, served.as_slice()) {
+            (Some(shard), _) => shard,
+            (None, [only]) => *only,
+            (None, _) => return Err(ServiceError::MissingShard { served }),
         };
         let service = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let session = &service.session;
-            let proof = session
-                .hash(shard_idx, &randao, nonce)
-                .map_err(|e| service.mine_error(e))?;
-            let miner = session.miner();
-            let files_miner = miner
-                .shards()
-                .iter()
-                .find(|s| s.geometry.shard_idx == shard_idx)
-                .map(|s| s.miner)
-                .unwrap_or_default();
-            let miner_address = miner.config().miner.unwrap_or(files_miner);
-            let record = HashRecord::new(proof, shard_idx, miner_address, randao, required);
-            serde_json::to_value(record).map_err(internal)
+        blocking(move || {
+            Ok(service
+                .session
+                .hash_record(shard, &randao, nonce, required)?)
         })
         .await
-        .unwrap_or_else(|e| Err(internal(e)))
     }
 
-    fn shard_list(&self) -> String {
-        let shards: Vec<String> = self
-            .session
-            .miner()
-            .shards()
-            .iter()
-            .map(|s| s.geometry.shard_idx.to_string())
-            .collect();
-        shards.join(", ")
+    /// The indexes of the shards served, in the miner's order.
+    pub fn served_shards(&self) -> Vec<u64> {
+        let shards = self.session.miner().shards();
+        shards.iter().map(|s| s.geometry.shard_idx).collect()
     }
 
     /// `pora_status`: what is served, how, and the last slot's answer.
-    pub fn status(&self) -> Value {
-        let shards: Vec<Value> = self
-            .session
-            .miner()
-            .shards()
-            .iter()
-            .map(|s| {
-                json!({
-                    "shard": s.geometry.shard_idx,
-                    "files": s.paths(),
-                    "miner": s.miner,
-                    "kvEntriesBits": s.geometry.kv_entries_bits,
-                    "kvSizeBits": s.geometry.kv_size_bits,
-                })
-            })
-            .collect();
-        // The first device's choice at the top level (one device is the common case); every
-        // device's in `devices`. A session opens only with at least one shard, so one choice.
-        let choice = &self.session.choices()[0];
+    pub fn status(&self) -> StatusRecord<'_> {
         let state = self.state();
-        json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "uptimeSec": self.started.elapsed().as_secs_f64(),
-            "shards": shards,
-            "method": choice.method,
-            "threads": choice.threads,
-            "depth": choice.depth,
-            "why": choice.why,
-            "profile": choice.profile,
-            "devices": self.session.choices(),
-            "randomChecks": self.session.miner().config().random_checks,
-            "io": self.session.miner().describe_io(),
-            "notes": self.session.notes(),
-            "slotRunning": state.running,
-            "slotsStarted": state.next_slot,
-            "lastSlot": state.last,
-        })
+        StatusRecord {
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_sec: self.started.elapsed().as_secs_f64(),
+            session: self.session.record(),
+            slot_running: state.running,
+            slots_started: state.next_slot,
+            last_slot: state.last.clone(),
+        }
     }
 
-    /// The RPC error for a failed slot or hash: reads name the file and offset.
-    fn mine_error(&self, e: MineError) -> RpcError {
+    /// The read behind an I/O error of a slot or hash, when the error names one: the file (a
+    /// backend names it by its index among the miner's files) and the offset.
+    pub fn failed_read(&self, e: &MineError) -> Option<FailedRead> {
+        let read = |path: &PathBuf, offset, why: &dyn std::fmt::Display| FailedRead {
+            path: path.clone(),
+            offset,
+            why: why.to_string(),
+        };
         match e {
-            MineError::Busy => RpcError::new(rpc::SLOT_RUNNING, e.to_string()),
             MineError::Read { path, offset, why } | MineError::Sample { path, offset, why } => {
-                io_error(&path, Some(offset), &why)
+                Some(read(path, Some(*offset), why))
             }
             MineError::Io(IoError::Read(r)) => {
                 let path = self.paths.get(r.file as usize).cloned().unwrap_or_default();
-                io_error(&path, Some(r.offset), &r.kind.to_string())
+                Some(read(&path, Some(r.offset), &r.kind))
             }
-            MineError::Io(IoError::Open { path, source }) => {
-                io_error(&path, None, &source.to_string())
-            }
-            MineError::UnknownShard(shard) => RpcError::invalid_param(
-                "shard",
-                format!("no shard {shard} is served (served: {})", self.shard_list()),
-            ),
-            other => RpcError::new(rpc::MINING_FAILED, other.to_string()),
+            MineError::Io(IoError::Open { path, source })
+            | MineError::Open {
+                source: IoError::Open { path, source },
+                ..
+            } => Some(read(path, None, source)),
+            _ => None,
         }
     }
 }
 
-fn io_error(path: &std::path::Path, offset: Option<u64>, why: &str) -> RpcError {
-    let at = offset.map_or(String::new(), |o| format!(" at offset {o}"));
-    RpcError::new(
-        rpc::IO_ERROR,
-        format!("{}: read{at} failed: {why}", path.display()),
-    )
-    .with_data(json!({ "path": path, "offset": offset, "why": why }))
-}
-
-fn internal(e: impl std::fmt::Display) -> RpcError {
-    RpcError::new(rpc::INTERNAL_ERROR, format!("internal error: {e}"))
+/// Runs `work` on one of the runtime's blocking threads: the engine is synchronous.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(ServiceError::Internal(e.to_string())))
 }

@@ -7,11 +7,11 @@
 //! its partial counts, and the process exits 0 within 2 s; a second signal exits at once.
 
 use crate::common::SessionArgs;
-use anyhow::Context;
+use anyhow::{anyhow, Context};
 use pora_mine::session::Session;
-use pora_serve::{Access, MetricsExporter, Server, ServerConfig, Service, Shutdown};
+use pora_serve::{Access, MetricsExporter, ServeError, Server, ServerConfig, Service, Shutdown};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -30,103 +30,75 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,
     /// Largest request body, bytes (larger ones get 413).
-    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
+    #[arg(long, default_value_t = pora_serve::MAX_BODY_BYTES,
+        value_parser = clap::value_parser!(u64).range(pora_serve::MAX_BODY_BYTES_RANGE))]
     max_body_bytes: u64,
     /// Seconds a client may take to send a request's headers (also between keep-alive
     /// requests), and again its body; slower or idle connections are closed.
-    #[arg(long, default_value = "10", value_parser = parse_timeout)]
-    io_timeout: Duration,
+    #[arg(long, default_value_t = pora_serve::IO_TIMEOUT_SECS, value_parser = parse_timeout)]
+    io_timeout: f64,
     /// Most connections served at once; more wait in the OS backlog.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    #[arg(long, default_value_t = pora_serve::MAX_CONNECTIONS,
+        value_parser = clap::value_parser!(u64).range(pora_serve::MAX_CONNECTIONS_RANGE))]
     max_connections: u64,
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|e| format!("--io-timeout {s}: not a number of seconds ({e})"))?;
-    if !(0.1..=3600.0).contains(&secs) {
-        return Err(format!(
-            "--io-timeout {s}: must be between 0.1 and 3600 seconds"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let range = pora_serve::IO_TIMEOUT_SECS_RANGE;
+    let (lo, hi) = (range.start(), range.end());
+    let secs = s.parse::<f64>().ok().filter(|secs| range.contains(secs));
+    secs.ok_or_else(|| format!("--io-timeout {s}: not a number of seconds from {lo} to {hi}"))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     let config = server_config(&args)?;
     let session = Session::open(&args.session.files.0, &args.session.open_options())?;
-    for note in session.notes() {
-        eprintln!("pora serve: {note}");
-    }
     let service = Service::new(session)?;
-    let server = Server::rpc(config, service.clone())?;
-    let addr = server.local_addr()?;
+    let server = Server::rpc(config, service.clone()).map_err(with_flags)?;
     let shutdown = Shutdown::new();
     install_stop_handler(&service, &shutdown);
-    for line in service.session().opening_lines() {
+    let session = service.session();
+    for line in [session.notes().to_vec(), session.opening_lines()].concat() {
         eprintln!("pora serve: {line}");
     }
-    eprintln!("pora serve: listening on http://{addr}");
+    eprintln!("pora serve: listening on http://{}", server.local_addr()?);
     server.run(&shutdown)?;
     eprintln!("pora serve: stopped");
     Ok(std::process::ExitCode::SUCCESS)
 }
 
+/// The listener's config from the flags, checked before any shard is opened.
 fn server_config(args: &ServeArgs) -> anyhow::Result<ServerConfig> {
     let mut config = ServerConfig::new(args.listen);
     config.max_body_bytes = args.max_body_bytes as usize;
-    config.io_timeout = args.io_timeout;
+    config.io_timeout = Duration::from_secs_f64(args.io_timeout);
     config.max_connections = args.max_connections as usize;
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
-        anyhow::bail!(
-            "--listen {}: not a loopback address; to serve beyond this machine pass --allow-remote and --auth-token-file",
-            args.listen
-        );
-    }
     if let Some(path) = &args.auth_token_file {
-        config.access = Access::Token(read_token(path)?);
+        let token = pora_serve::read_token_file(path).map_err(with_flags)?;
+        if pora_serve::readable_by_others(path) {
+            let path = path.display();
+            eprintln!("pora serve: warning: {path} is readable by other users; chmod 600 it");
+        }
+        let remote = args.allow_remote;
+        config.access = Access::Token { token, remote };
     }
+    config.check().map_err(with_flags)?;
     Ok(config)
 }
 
-fn read_token(path: &Path) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--auth-token-file {}", path.display()))?;
-    let token = text.trim();
-    anyhow::ensure!(
-        !token.is_empty(),
-        "--auth-token-file {}: the file is empty",
-        path.display()
-    );
-    anyhow::ensure!(
-        token.bytes().all(|b| b.is_ascii_graphic()),
-        "--auth-token-file {}: the token must be printable ASCII without spaces",
-        path.display()
-    );
-    warn_if_readable_by_others(path);
-    Ok(token.to_string())
-}
-
-#[cfg(unix)]
-fn warn_if_readable_by_others(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            eprintln!(
-                "pora serve: warning: {} is readable by other users; chmod 600 it",
-                path.display()
-            );
-        }
+/// The service's refusals as this command tells them: naming the flags that fix them.
+fn with_flags(e: ServeError) -> anyhow::Error {
+    match e {
+        ServeError::NotLoopback { addr } => anyhow!(
+            "--listen {addr}: not a loopback address; to serve beyond this machine pass --allow-remote and --auth-token-file"
+        ),
+        ServeError::TokenFile { path, why } => anyhow!("--auth-token-file {}: {why}", path.display()),
+        other => other.into(),
     }
 }
 
-#[cfg(not(unix))]
-fn warn_if_readable_by_others(_path: &Path) {}
-
 /// First SIGTERM / SIGINT: cancel the slot (it answers with partial counts) and stop serving;
 /// a second one exits at once.
-/// SIGTERM / Ctrl-C: answer the running slot with partial counts, stop listening, exit 0.
 fn install_stop_handler(service: &std::sync::Arc<Service>, shutdown: &Shutdown) {
     let (service, shutdown) = (service.clone(), shutdown.clone());
     crate::signals::install_with("serve", 0, move || {
@@ -145,9 +117,7 @@ pub fn start_metrics(
         return Ok(None);
     };
     let exporter = MetricsExporter::start(listen, session).context("--metrics-listen")?;
-    eprintln!(
-        "pora mine: metrics on http://{}/metrics",
-        exporter.local_addr()
-    );
+    let addr = exporter.local_addr();
+    eprintln!("pora mine: metrics on http://{addr}/metrics");
     Ok(Some(exporter))
 }

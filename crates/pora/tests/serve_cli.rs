@@ -26,6 +26,28 @@ const TIMING_FIELDS: [&str; 5] = [
 ];
 /// The same knobs for `pora serve` and `pora mine`, so that their records can be compared.
 const KNOBS: [&str; 6] = ["--method", "pread", "--threads", "2", "--depth", "4"];
+/// One read in flight: the slowest slot, for tests that need one to run a while.
+const ONE_CHAIN: [&str; 6] = ["--method", "pread", "--threads", "1", "--depth", "1"];
+/// The top-level keys of `pora_status`: the session record (`pora_mine::records::SessionRecord`,
+/// also the C ABI's open answer), flattened between what the service adds.
+const STATUS_KEYS: [&str; 10] = [
+    "version",
+    "uptimeSec",
+    "shards",
+    "choice",
+    "choices",
+    "randomChecks",
+    "notes",
+    "slotRunning",
+    "slotsStarted",
+    "lastSlot",
+];
+/// The keys of a session record's `choice` (and of each of its `choices`).
+const CHOICE_KEYS: [&str; 8] = [
+    "method", "threads", "depth", "profile", "why", "device", "shards", "io",
+];
+/// The keys of a session record's shard.
+const SHARD_KEYS: [&str; 5] = ["shard", "files", "miner", "kvEntriesBits", "kvSizeBits"];
 
 fn pora(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pora"))
@@ -38,21 +60,49 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `parts`, one after the other: flags built from constants and per-test values.
+fn flags<'a>(parts: &[&[&'a str]]) -> Vec<&'a str> {
+    parts.concat()
+}
+
+/// `base` with the fields of `extra` added (or replaced).
+fn with(base: &Value, extra: Value) -> Value {
+    let mut merged = base.clone();
+    let extra = extra.as_object().unwrap().clone();
+    merged.as_object_mut().unwrap().extend(extra);
+    merged
+}
+
+/// The keys of the object `v`, sorted.
+fn keys(v: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// `expected`, sorted: to compare with [`keys`].
+fn sorted<'a>(expected: &[&'a str]) -> Vec<&'a str> {
+    let mut expected = expected.to_vec();
+    expected.sort_unstable();
+    expected
+}
+
+/// `pora create path --shard shard --kv-entries-bits bits --quiet`, with `extra` flags.
+fn pora_create(path: &Path, shard: u64, kv_entries_bits: &str, extra: &[&str]) {
+    let shard = shard.to_string();
+    let bits = ["--kv-entries-bits", kv_entries_bits];
+    let out = pora(&flags(&[
+        &["create", s(path), "--shard", &shard, "--quiet"],
+        &bits,
+        extra,
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// A small random shard (16 KVs of 128 KiB).
 fn create(dir: &Path, shard: u64) -> PathBuf {
     let path = dir.join(format!("shard{shard}.dat"));
-    let out = pora(&[
-        "create",
-        s(&path),
-        "--shard",
-        &shard.to_string(),
-        "--kv-entries-bits",
-        "4",
-        "--quiet",
-        "--seed",
-        "7",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    pora_create(&path, shard, "4", &["--seed", "7"]);
     path
 }
 
@@ -77,16 +127,14 @@ struct Served {
 }
 
 impl Served {
+    /// `pora serve --file path` with `args` besides.
+    fn file(path: &Path, args: &[&str]) -> Served {
+        Served::start(&flags(&[&["--file", s(path)], args]))
+    }
+
     fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pora"))
-            .arg("serve")
-            .args(args)
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let addr = listening_addr(&mut child, "pora serve: listening on http://");
+        let args = flags(&[&["serve"], args, &["--listen", "127.0.0.1:0"]]);
+        let (child, addr) = spawn_listening(&args, "pora serve: listening on http://");
         Served {
             child,
             addr,
@@ -149,6 +197,19 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `pora args` and waits for its stderr line starting with `prefix`: the child and the
+/// address that line names.
+fn spawn_listening(args: &[&str], prefix: &'static str) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pora"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = listening_addr(&mut child, prefix);
+    (child, addr)
 }
 
 /// Reads `child`'s stderr until the line starting with `prefix` and parses the address after
@@ -278,19 +339,22 @@ fn error_field(answer: &Value) -> &str {
 fn every_method_matches_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let (s0, s1) = (create(dir.path(), 0), create(dir.path(), 1));
-    let mut args = vec!["--file", s(&s0), "--file", s(&s1)];
-    args.extend_from_slice(&KNOBS);
-    let served = Served::start(&args);
+    let served = Served::start(&flags(&[&["--file", s(&s0), "--file", s(&s1)], &KNOBS]));
 
     let status = served.result("pora_status", json!({}));
     assert_eq!(status["shards"].as_array().unwrap().len(), 2);
     assert_eq!(status["shards"][1]["shard"], 1);
     assert_eq!(status["shards"][1]["files"][0], s(&s1));
+    let choice = &status["choice"];
     assert_eq!(
-        (&status["method"], &status["threads"], &status["depth"]),
+        (&choice["method"], &choice["threads"], &choice["depth"]),
         (&json!("pread"), &json!(2), &json!(4))
     );
-    assert!(status["why"].as_str().unwrap().contains("--method pread"));
+    assert!(choice["why"].as_str().unwrap().contains("--method pread"));
+    assert_eq!(
+        status["choices"][0], *choice,
+        "one device: its choice is the first"
+    );
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(status["lastSlot"], Value::Null);
 
@@ -316,28 +380,20 @@ fn every_method_matches_the_cli() {
 
     // pora_mineSlot: the records of `pora mine --json`, timings aside.
     let slot = served.result("pora_mineSlot", mine_params(0, 4096, 60_000));
-    let cli = mine_json(&[
-        "--file",
-        s(&s0),
-        "--file",
-        s(&s1),
-        "--randao",
-        RANDAO,
-        "--nonces",
-        "0..4096",
-        "--required-diff",
-        REQUIRED,
-        "--find",
-        "all",
-        "--slot",
-        "60",
-        KNOBS[0],
-        KNOBS[1],
-        KNOBS[2],
-        KNOBS[3],
-        KNOBS[4],
-        KNOBS[5],
-    ]);
+    let files = ["--file", s(&s0), "--file", s(&s1)];
+    let cli = mine_json(&flags(&[
+        &files,
+        &[
+            "--randao",
+            RANDAO,
+            "--nonces",
+            "0..4096",
+            "--required-diff",
+            REQUIRED,
+        ],
+        &["--find", "all", "--slot", "60"],
+        &KNOBS,
+    ]));
     let served_records = slot["shards"].as_array().unwrap();
     assert_eq!(without_timings(served_records), without_timings(&cli));
     let found: usize = served_records
@@ -377,11 +433,35 @@ fn every_method_matches_the_cli() {
     promtool_check(&text);
 }
 
+/// `pora_status` is the session record with the service's fields around it: a key added to or
+/// dropped from either shows here, so the two doors (this and the C ABI's open) stay alike.
+#[test]
+fn status_keys_are_the_session_record_and_the_service_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::file(&create(dir.path(), 0), &ONE_CHAIN);
+    served.result("pora_mineSlot", mine_params(0, 16, 10_000));
+    let status = served.result("pora_status", json!({}));
+    assert_eq!(keys(&status), sorted(&STATUS_KEYS), "{status}");
+    assert_eq!(keys(&status["choice"]), sorted(&CHOICE_KEYS), "{status}");
+    assert_eq!(
+        keys(&status["choices"][0]),
+        sorted(&CHOICE_KEYS),
+        "{status}"
+    );
+    assert_eq!(keys(&status["shards"][0]), sorted(&SHARD_KEYS), "{status}");
+    let last = &status["lastSlot"];
+    assert_eq!(
+        keys(last),
+        sorted(&["shards", "ioErrorMessages"]),
+        "{status}"
+    );
+}
+
 #[test]
 fn protocol_errors_have_their_codes() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let served = Served::start(&["--file", s(&s0)]);
+    let served = Served::file(&s0, &[]);
     let parse = |text: &str| -> Value { serde_json::from_str(text).unwrap() };
 
     let (status, text) = served.post("{\"jsonrpc\": \"2.0\", \"method\": ");
@@ -435,61 +515,38 @@ fn protocol_errors_have_their_codes() {
     );
 
     // -32602 names the field.
+    // Each case changes a valid call's params.
+    let hash = ("pora_hash", json!({"randao": RANDAO, "nonce": 1}));
+    let slot = (
+        "pora_mineSlot",
+        json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": 9}),
+    );
+    let status = ("pora_status", json!({}));
     let cases = [
-        ("pora_hash", json!({"randao": "0x12", "nonce": 1}), "randao"),
-        ("pora_hash", json!({"randao": RANDAO, "nonce": -1}), "nonce"),
+        (&hash, json!({"randao": "0x12"}), "randao"),
+        (&hash, json!({"nonce": -1}), "nonce"),
+        (&hash, json!({"shard": 9}), "shard"),
+        (&hash, json!({"randomChecks": 3}), "randomChecks"),
+        (&hash, json!({"difficulty": 5}), "interval"),
+        (&slot, json!({"nonceStart": 5, "nonceEnd": 5}), "nonceEnd"),
+        (&slot, json!({"nonceEnd": "0xzz"}), "nonceEnd"),
+        (&slot, json!({"find": "most"}), "find"),
+        (&slot, json!({"slotMs": 0}), "slotMs"),
+        (&slot, json!({"nonce_end": 9}), "nonce_end"),
         (
-            "pora_hash",
-            json!({"randao": RANDAO, "nonce": 1, "shard": 9}),
-            "shard",
-        ),
-        (
-            "pora_hash",
-            json!({"randao": RANDAO, "nonce": 1, "randomChecks": 3}),
-            "randomChecks",
-        ),
-        (
-            "pora_hash",
-            json!({"randao": RANDAO, "nonce": 1, "difficulty": 5}),
-            "interval",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 5, "nonceEnd": 5}),
-            "nonceEnd",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": "0xzz"}),
-            "nonceEnd",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": 9, "find": "most"}),
-            "find",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": 9, "slotMs": 0}),
-            "slotMs",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": 9, "nonce_end": 9}),
-            "nonce_end",
-        ),
-        (
-            "pora_mineSlot",
-            json!({"randao": RANDAO, "nonceStart": 0, "nonceEnd": 9, "requiredDiff": 1, "difficulty": 1}),
+            &slot,
+            json!({"requiredDiff": 1, "difficulty": 1}),
             "requiredDiff",
         ),
-        ("pora_status", json!({"verbose": true}), "verbose"),
-        ("pora_status", json!([1, 2]), "params"),
+        (&status, json!({"verbose": true}), "verbose"),
     ];
-    for (method, params, field) in cases {
+    for ((method, valid), change, field) in cases {
+        let params = with(valid, change);
         let answer = served.call(method, params.clone());
         assert_eq!(error_field(&answer), field, "{method} {params}: {answer}");
     }
+    let answer = served.call("pora_status", json!([1, 2]));
+    assert_eq!(error_field(&answer), "params", "{answer}");
 
     assert_eq!(served.get("/nope").0, 404);
     assert_eq!(served.get("/").0, 405);
@@ -509,14 +566,7 @@ fn protocol_errors_have_their_codes() {
 fn read_errors_name_the_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let served = Served::start(&[
-        "--file",
-        s(&s0),
-        "--method",
-        "pread",
-        "--on-io-error",
-        "stop",
-    ]);
+    let served = Served::file(&s0, &["--method", "pread", "--on-io-error", "stop"]);
     // Another writer cuts the file to its header: every sample read now comes back short.
     std::fs::OpenOptions::new()
         .write(true)
@@ -549,16 +599,7 @@ fn read_errors_name_the_file_and_offset() {
 fn concurrent_clients_busy_and_cancel() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let served = Served::start(&[
-        "--file",
-        s(&s0),
-        "--method",
-        "pread",
-        "--threads",
-        "1",
-        "--depth",
-        "1",
-    ]);
+    let served = Served::file(&s0, &ONE_CHAIN);
     // 64 clients at once, each on its own connection, each answered with its own nonce.
     let barrier = std::sync::Barrier::new(64);
     std::thread::scope(|scope| {
@@ -644,14 +685,7 @@ fn raw_exchange(addr: SocketAddr, bytes: &[u8]) -> Option<String> {
 fn oversized_malformed_and_slow_clients_are_cut_off() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let served = Served::start(&[
-        "--file",
-        s(&s0),
-        "--io-timeout",
-        "0.5",
-        "--max-body-bytes",
-        "4096",
-    ]);
+    let served = Served::file(&s0, &["--io-timeout", "0.5", "--max-body-bytes", "4096"]);
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"pora_status","pad":"{}"}}"#,
         "x".repeat(5000)
@@ -706,7 +740,7 @@ fn bearer_token_and_remote_addresses() {
     let s0 = create(dir.path(), 0);
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let mut served = Served::start(&["--file", s(&s0), "--auth-token-file", s(&token_file)]);
+    let mut served = Served::file(&s0, &["--auth-token-file", s(&token_file)]);
     let status = r#"{"jsonrpc":"2.0","id":1,"method":"pora_status"}"#;
     assert_eq!(served.post(status).0, 401);
     assert_eq!(served.get("/metrics").0, 401);
@@ -750,16 +784,7 @@ fn bearer_token_and_remote_addresses() {
 fn sigterm_during_a_slot_answers_partial_counts_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let mut served = Served::start(&[
-        "--file",
-        s(&s0),
-        "--method",
-        "pread",
-        "--threads",
-        "1",
-        "--depth",
-        "1",
-    ]);
+    let mut served = Served::file(&s0, &ONE_CHAIN);
     std::thread::scope(|scope| {
         let served = &mut served;
         let url = served.url("/");
@@ -805,22 +830,10 @@ fn vector_file(dir: &Path, v: &Value) -> PathBuf {
     use std::io::{Seek, SeekFrom};
     let shard = v["shard"].as_u64().unwrap();
     let path = dir.join(format!("vector{shard}.dat"));
-    let out = pora(&[
-        "create",
-        s(&path),
-        "--shard",
-        &shard.to_string(),
-        "--kv-entries-bits",
-        &v["kvEntriesBits"].to_string(),
-        "--miner",
-        v["miner"].as_str().unwrap(),
-        "--encode-type",
-        "3",
-        "--fill",
-        "sparse",
-        "--quiet",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let miner = ["--miner", v["miner"].as_str().unwrap()];
+    let sparse = ["--encode-type", "3", "--fill", "sparse"];
+    let bits = v["kvEntriesBits"].to_string();
+    pora_create(&path, shard, &bits, &flags(&[&miner, &sparse]));
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     let shard_bytes = 1u64 << (v["kvEntriesBits"].as_u64().unwrap() + 17);
     for (idx, sample) in v["sampleIdxs"]
@@ -851,64 +864,39 @@ fn shared_vector_mines_like_the_cli() {
     let vectors: Value = serde_json::from_str(&text).unwrap();
     let v = &vectors["vectors"][0];
     let path = vector_file(dir.path(), v);
-    let served = Served::start(&[
-        "--file",
-        s(&path),
-        "--method",
-        "pread",
-        "--threads",
-        "1",
-        "--depth",
-        "1",
-    ]);
+    let served = Served::file(&path, &ONE_CHAIN);
     let nonce = v["nonce"].as_u64().unwrap();
     let difficulty = json!({
         "difficulty": v["difficulty"], "interval": v["interval"], "minimumDiff": v["minimumDiff"],
     });
-    let mut hash_params = json!({"randao": v["randao"], "nonce": nonce});
-    hash_params
-        .as_object_mut()
-        .unwrap()
-        .extend(difficulty.as_object().unwrap().clone());
-    let hash = served.result("pora_hash", hash_params);
+    let hash_params = json!({"randao": v["randao"], "nonce": nonce});
+    let hash = served.result("pora_hash", with(&hash_params, difficulty.clone()));
     assert_eq!(hash["hash1"], v["hash1"]);
     assert_eq!(hash["requiredDiff"], v["requiredDiff"]);
     assert_eq!(hash["valid"], v["hash1MeetsRequiredDiff"]);
 
-    let mut slot_params = json!({
+    let slot_params = json!({
         "randao": v["randao"], "nonceStart": format!("{:#x}", nonce), "nonceEnd": nonce + 1,
         "find": "first", "slotMs": 60_000,
     });
-    slot_params
-        .as_object_mut()
-        .unwrap()
-        .extend(difficulty.as_object().unwrap().clone());
-    let slot = served.result("pora_mineSlot", slot_params);
+    let slot = served.result("pora_mineSlot", with(&slot_params, difficulty));
     let record = &slot["shards"][0];
     assert_eq!(record["found"][0]["hash1"], v["hash1"], "{slot}");
     let nonces = format!("{nonce}..{}", nonce + 1);
-    let cli = mine_json(&[
-        "--file",
-        s(&path),
-        "--randao",
-        v["randao"].as_str().unwrap(),
-        "--nonces",
-        &nonces,
-        "--difficulty",
-        v["difficulty"].as_str().unwrap(),
-        "--interval",
-        &v["interval"].to_string(),
-        "--minimum-diff",
-        v["minimumDiff"].as_str().unwrap(),
-        "--slot",
-        "60",
-        "--method",
-        "pread",
-        "--threads",
-        "1",
-        "--depth",
-        "1",
-    ]);
+    let text_of = |key: &str| v[key].as_str().unwrap();
+    let interval = v["interval"].to_string();
+    let cli = mine_json(&flags(&[
+        &ONE_CHAIN,
+        &["--file", s(&path), "--randao", text_of("randao")],
+        &["--nonces", &nonces, "--slot", "60"],
+        &[
+            "--difficulty",
+            text_of("difficulty"),
+            "--interval",
+            &interval,
+        ],
+        &["--minimum-diff", text_of("minimumDiff")],
+    ]));
     assert_eq!(
         without_timings(slot["shards"].as_array().unwrap()),
         without_timings(&cli)
@@ -943,7 +931,7 @@ fn prometheus_scrapes_the_slot_counts() {
     }
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let served = Served::start(&["--file", s(&s0), "--method", "pread"]);
+    let served = Served::file(&s0, &["--method", "pread"]);
     let slot = served.result("pora_mineSlot", mine_params(0, 3000, 60_000));
     let tried = slot["shards"][0]["noncesTried"].as_u64().unwrap();
     assert_eq!(tried, 3000);
@@ -1003,23 +991,20 @@ fn prometheus_scrapes_the_slot_counts() {
 fn mine_metrics_listen_exports_while_mining() {
     let dir = tempfile::tempdir().unwrap();
     let s0 = create(dir.path(), 0);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(["mine", "--file", s(&s0), "--randao", RANDAO, "--json"])
-        .args(["--method", "pread", "--threads", "1", "--depth", "1"])
-        .args([
+    let args = flags(&[
+        &["mine", "--file", s(&s0), "--randao", RANDAO, "--json"],
+        &ONE_CHAIN,
+        &[
             "--nonces",
             "0..1099511627776",
             "--slot",
             "0.3",
             "--slots",
             "8",
-        ])
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let addr = listening_addr(&mut child, "pora mine: metrics on http://");
+        ],
+        &["--metrics-listen", "127.0.0.1:0"],
+    ]);
+    let (mut child, addr) = spawn_listening(&args, "pora mine: metrics on http://");
     let agent = agent();
     let give_up = Instant::now() + Duration::from_secs(30);
     let text = loop {

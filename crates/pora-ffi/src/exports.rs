@@ -7,7 +7,7 @@ use crate::guard::{self, Failure, Outcome};
 use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
 use crate::registry::{self, lock, Shards};
 use crate::{PoraStatus, PORA_ABI_VERSION};
-use pora_mine::records::ShardSlotRecord;
+use pora_mine::records::SlotRecord;
 use pora_mine::session::Session;
 use pora_mine::{ErrorKind, MineError};
 use serde::Serialize;
@@ -19,15 +19,6 @@ use std::sync::Arc;
 #[no_mangle]
 pub extern "C" fn pora_abi_version() -> u32 {
     PORA_ABI_VERSION
-}
-
-/// What `pora_mine_slot` returns.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SlotRecords<'a> {
-    shards: &'a [ShardSlotRecord],
-    /// The first few read errors, naming file and offset.
-    io_error_messages: &'a [String],
 }
 
 fn json(value: &impl Serialize) -> Outcome {
@@ -193,12 +184,8 @@ pub unsafe extern "C" fn pora_mine_slot(
                 format!("shard handle {handle:#x} was closed while the slot ran; its results are discarded"),
             ));
         }
-        let records =
-            ShardSlotRecord::from_report(params.slot_number, &report, set.session.choices());
-        json(&SlotRecords {
-            shards: &records,
-            io_error_messages: &report.io_error_messages,
-        })
+        let choices = set.session.choices();
+        json(&SlotRecord::new(params.slot_number, &report, choices))
     })
 }
 

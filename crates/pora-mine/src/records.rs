@@ -59,6 +59,27 @@ impl ShardSlotRecord {
     }
 }
 
+/// One slot's answer, as the C ABI's `pora_mine_slot` and the service's `pora_mineSlot` give it:
+/// `{"shards": [...], "ioErrorMessages": [...]}`, the shard objects exactly the lines of
+/// `pora mine --json`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotRecord {
+    pub shards: Vec<ShardSlotRecord>,
+    /// The first few read errors, naming file and offset.
+    pub io_error_messages: Vec<String>,
+}
+
+impl SlotRecord {
+    /// Slot number `slot` of a session with `choices`: see [`ShardSlotRecord::from_report`].
+    pub fn new(slot: u64, report: &SlotReport, choices: &[Choice]) -> Self {
+        SlotRecord {
+            shards: ShardSlotRecord::from_report(slot, report, choices),
+            io_error_messages: report.io_error_messages.clone(),
+        }
+    }
+}
+
 /// One nonce computed from the real files: what `pora hash --json` prints.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -40,4 +40,4 @@ pub use exporter::MetricsExporter;
 pub use http::{Server, Shutdown};
 pub use methods::Method;
 pub use metrics::Metrics;
-pub use service::{FailedRead, Service, ServiceError, SlotAnswer, StatusRecord};
+pub use service::{FailedRead, Service, ServiceError, StatusRecord};

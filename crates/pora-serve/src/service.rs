@@ -10,9 +10,9 @@ use crate::error::ServeError;
 use crate::metrics::Metrics;
 use pora_core::{H256, U256};
 use pora_io::IoError;
-use pora_mine::records::{HashRecord, SessionRecord, ShardSlotRecord};
+use pora_mine::records::{HashRecord, SessionRecord, SlotRecord};
 use pora_mine::session::Session;
-use pora_mine::{MineError, Miner, SlotReport, SlotRequest};
+use pora_mine::{MineError, Miner, SlotRequest};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,15 +59,6 @@ impl std::fmt::Display for FailedRead {
     }
 }
 
-/// A slot's answer: `{"shards": [...], "ioErrorMessages": [...]}`, the shard objects exactly
-/// the lines of `pora mine --json`.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SlotAnswer {
-    pub shards: Vec<ShardSlotRecord>,
-    pub io_error_messages: Vec<String>,
-}
-
 /// `pora_status`: the session as every door describes it ([`SessionRecord`], the C ABI's
 /// `pora_open` answer), and what the service adds.
 #[derive(Debug, Serialize)]
@@ -80,7 +71,7 @@ pub struct StatusRecord<'a> {
     pub slot_running: bool,
     pub slots_started: u64,
     /// The last finished slot's answer.
-    pub last_slot: Option<SlotAnswer>,
+    pub last_slot: Option<SlotRecord>,
 }
 
 /// What the service knows about slots; guarded by one mutex so that starting, cancelling and
@@ -92,7 +83,7 @@ struct SlotState {
     /// Number of the next slot (0-based, like `pora mine`'s `slot`).
     next_slot: u64,
     /// The last finished slot's answer.
-    last: Option<SlotAnswer>,
+    last: Option<SlotRecord>,
 }
 
 /// One session served over RPC.
@@ -138,7 +129,7 @@ impl Service {
     pub async fn mine_slot(
         self: &Arc<Self>,
         request: SlotRequest,
-    ) -> Result<SlotAnswer, ServiceError> {
+    ) -> Result<SlotRecord, ServiceError> {
         let slot = self.claim_slot()?;
         let service = self.clone();
         // The slot runs to its end even if the caller goes away: it is bounded by its slotMs.
@@ -160,7 +151,7 @@ impl Service {
         Ok(slot)
     }
 
-    fn run_slot(&self, slot: u64, request: &SlotRequest) -> Result<SlotAnswer, ServiceError> {
+    fn run_slot(&self, slot: u64, request: &SlotRequest) -> Result<SlotRecord, ServiceError> {
         /// Clears `running` however the slot ends (a panic included).
         struct Running<'a>(&'a Service);
         impl Drop for Running<'_> {
@@ -177,16 +168,9 @@ impl Service {
                 self.metrics.record_slot_error();
             })?;
         self.metrics.record_slot(&report, self.session.choices());
-        let answer = self.slot_answer(slot, &report);
+        let answer = SlotRecord::new(slot, &report, self.session.choices());
         self.state().last = Some(answer.clone());
         Ok(answer)
-    }
-
-    fn slot_answer(&self, slot: u64, report: &SlotReport) -> SlotAnswer {
-        SlotAnswer {
-            shards: ShardSlotRecord::from_report(slot, report, self.session.choices()),
-            io_error_messages: report.io_error_messages.clone(),
-        }
     }
 
     /// Ends the running slot (it answers with partial counts); whether one was running.

@@ -55,6 +55,23 @@ unsafe fn output<'a>(
     Ok(std::slice::from_raw_parts_mut(ptr, len))
 }
 
+/// The body of an export that takes an encode key and writes into the caller's bytes: inside
+/// the guard, with the key checked first; such an export returns nothing in `out`.
+///
+/// # Safety
+/// `out` must be writable; `key` a valid borrowed byte string.
+unsafe fn keyed(
+    out: *mut PoraBuf,
+    key: &PoraBytes,
+    body: impl FnOnce(EncodeKey) -> Result<(), Failure>,
+) -> PoraStatus {
+    guard::call(out, || {
+        fault_point();
+        body(fixed(key, "key")?)?;
+        Ok(Vec::new())
+    })
+}
+
 /// The encoder's kernel (`PORA_ENCODE_ARITH`), checked before the infallible `mask` calls so a
 /// bad value is INVALID_ARGUMENT naming the variable, not a caught panic.
 fn encode_kernel() -> Result<(), Failure> {
@@ -114,13 +131,11 @@ pub unsafe extern "C" fn pora_mask(
     mask_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    guard::call(out, || {
-        fault_point();
-        let key: EncodeKey = fixed(&key, "key")?;
+    keyed(out, &key, |key| {
         let dst = output(mask, mask_len, "mask", PORA_KV_LEN)?;
         encode_kernel()?;
         pora_encode::mask::mask_into(&key, as_kv(dst));
-        Ok(Vec::new())
+        Ok(())
     })
 }
 
@@ -141,12 +156,9 @@ pub unsafe extern "C" fn pora_encode_kv(
     data_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    guard::call(out, || {
-        fault_point();
-        let key: EncodeKey = fixed(&key, "key")?;
+    keyed(out, &key, |key| {
         let data = output(data, data_len, "data", PORA_KV_LEN)?;
-        pora_encode::encode(data, &key).map_err(|e| Failure::invalid(e.to_string()))?;
-        Ok(Vec::new())
+        pora_encode::encode(data, &key).map_err(|e| Failure::invalid(e.to_string()))
     })
 }
 
@@ -166,16 +178,14 @@ pub unsafe extern "C" fn pora_decode_kv(
     data_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    guard::call(out, || {
-        fault_point();
-        let key: EncodeKey = fixed(&key, "key")?;
+    keyed(out, &key, |key| {
         if data_len > PORA_KV_LEN {
             return Err(Failure::invalid(format!(
                 "data: {data_len} bytes, expected at most {PORA_KV_LEN} (one KV)"
             )));
         }
         if data_len == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let data = output(data, data_len, "data", data_len)?;
         if data_len == PORA_KV_LEN {
@@ -186,7 +196,7 @@ pub unsafe extern "C" fn pora_decode_kv(
             let mask = pora_encode::mask(&key);
             data.iter_mut().zip(mask.iter()).for_each(|(d, m)| *d ^= m);
         }
-        Ok(Vec::new())
+        Ok(())
     })
 }
 

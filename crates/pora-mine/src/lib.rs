@@ -10,6 +10,20 @@
 //! [`session`] opens shards by path the way every front end does (profile, `auto`, defaults)
 //! and shapes the JSON records the CLI, the C ABI and the service share.
 
+/// `with_<field>(self, value) -> Self` for each named field: the builders of the public option
+/// structs, which are `#[non_exhaustive]` so that adding a knob is not a breaking change.
+macro_rules! with_fields {
+    ($($(#[$doc:meta])* $with:ident => $field:ident: $ty:ty),+ $(,)?) => {
+        $(
+            $(#[$doc])*
+            pub fn $with(mut self, $field: $ty) -> Self {
+                self.$field = $field;
+                self
+            }
+        )+
+    };
+}
+
 mod config;
 pub mod defaults;
 pub mod devices;
@@ -100,19 +114,10 @@ impl MineConfig {
         }
     }
 
-    pub fn with_random_checks(mut self, random_checks: u32) -> Self {
-        self.random_checks = random_checks;
-        self
-    }
-
-    pub fn with_on_io_error(mut self, on_io_error: OnIoError) -> Self {
-        self.on_io_error = on_io_error;
-        self
-    }
-
-    pub fn with_miner(mut self, miner: Option<Address>) -> Self {
-        self.miner = miner;
-        self
+    with_fields! {
+        with_random_checks => random_checks: u32,
+        with_on_io_error => on_io_error: OnIoError,
+        with_miner => miner: Option<Address>,
     }
 }
 
@@ -151,29 +156,12 @@ impl SlotRequest {
         }
     }
 
-    pub fn with_nonces(mut self, nonces: Range<u64>) -> Self {
-        self.nonces = nonces;
-        self
-    }
-
-    pub fn with_slot_length(mut self, slot_length: Duration) -> Self {
-        self.slot_length = slot_length;
-        self
-    }
-
-    pub fn with_find(mut self, find: Find) -> Self {
-        self.find = find;
-        self
-    }
-
-    pub fn with_required_diff(mut self, required_diff: Option<U256>) -> Self {
-        self.required_diff = required_diff;
-        self
-    }
-
-    pub fn with_overlay(mut self, overlay: Option<Arc<Overlay>>) -> Self {
-        self.overlay = overlay;
-        self
+    with_fields! {
+        with_nonces => nonces: Range<u64>,
+        with_slot_length => slot_length: Duration,
+        with_find => find: Find,
+        with_required_diff => required_diff: Option<U256>,
+        with_overlay => overlay: Option<Arc<Overlay>>,
     }
 }
 

@@ -78,33 +78,14 @@ impl OpenOptions {
         self.io.method = method;
         self
     }
-    pub fn with_threads(mut self, threads: Option<usize>) -> Self {
-        self.threads = threads;
-        self
-    }
-    pub fn with_depth(mut self, depth: Option<usize>) -> Self {
-        self.depth = depth;
-        self
-    }
-    pub fn with_random_checks(mut self, random_checks: u32) -> Self {
-        self.random_checks = random_checks;
-        self
-    }
-    pub fn with_on_io_error(mut self, on_io_error: OnIoError) -> Self {
-        self.on_io_error = on_io_error;
-        self
-    }
-    pub fn with_miner(mut self, miner: Option<Address>) -> Self {
-        self.miner = miner;
-        self
-    }
-    pub fn with_kv_entries_bits(mut self, bits: Option<u32>) -> Self {
-        self.kv_entries_bits = bits;
-        self
-    }
-    pub fn with_profile(mut self, profile: ProfileSource) -> Self {
-        self.profile = profile;
-        self
+    with_fields! {
+        with_threads => threads: Option<usize>,
+        with_depth => depth: Option<usize>,
+        with_random_checks => random_checks: u32,
+        with_on_io_error => on_io_error: OnIoError,
+        with_miner => miner: Option<Address>,
+        with_kv_entries_bits => kv_entries_bits: Option<u32>,
+        with_profile => profile: ProfileSource,
     }
 }
 

@@ -268,7 +268,8 @@ fn attach_found(
             let (shard, plan, base) = (&miner.shards[s], &miner.plans[s], miner.file_bases[s]);
             let checks = config.random_checks;
             let randao = &request.randao;
-            match verifier.confirm(shard, plan, base, checks, randao, candidate, &overlays[s])? {
+            let nonce = candidate.nonce;
+            match verifier.proof(shard, plan, base, checks, randao, nonce, &overlays[s])? {
                 Ok(proof) if proof.hash1.0 == candidate.hash1 => shard_report.found.push(proof),
                 Ok(proof) => {
                     // The samples changed under the slot (a live shard): the bytes on disk now

@@ -15,7 +15,6 @@
 
 use crate::overlay::ShardOverlay;
 use crate::plan::ShardPlan;
-use crate::worker::Candidate;
 use crate::MineError;
 use pora_core::{hashimoto, NonceProof, ShardSet, H256};
 use pora_io::{Backend, BackendFactory, IoConfig, IoError, Method};
@@ -70,29 +69,6 @@ impl Verifier {
             self.backend = Some(self.factory.worker(1)?);
         }
         Ok(self.backend.as_mut().expect("opened above"))
-    }
-
-    /// Recomputes `candidate` from the bytes on disk now (and the slot's overlay KVs).
-    #[allow(clippy::too_many_arguments)]
-    pub fn confirm(
-        &mut self,
-        shard: &ShardSet,
-        plan: &ShardPlan,
-        file_base: u32,
-        random_checks: u32,
-        randao: &H256,
-        candidate: &Candidate,
-        overlay: &ShardOverlay,
-    ) -> Result<Result<NonceProof, Unconfirmed>, MineError> {
-        self.proof(
-            shard,
-            plan,
-            file_base,
-            random_checks,
-            randao,
-            candidate.nonce,
-            overlay,
-        )
     }
 
     /// Computes `nonce` of `shard` from the bytes on disk now, the samples of `overlay`'s KVs

@@ -7,6 +7,7 @@ use crate::guard::{self, Failure, Outcome};
 use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
 use crate::registry::{self, lock, Shards};
 use crate::{PoraStatus, PORA_ABI_VERSION};
+use pora_core::keccak::BatchKernel;
 use pora_mine::records::SlotRecord;
 use pora_mine::session::Session;
 use pora_mine::{ErrorKind, MineError};
@@ -64,6 +65,9 @@ pub unsafe extern "C" fn pora_open(
             Some(o) => o.options()?,
             None => Default::default(),
         };
+        // The Keccak kernel a slot will hash with (`PORA_KECCAK`): a bad value is refused here,
+        // as the CLI refuses it, instead of falling back silently.
+        BatchKernel::from_env().map_err(|e| Failure::invalid(e.to_string()))?;
         let session = Session::open(&groups, &options).map_err(mine_failure)?;
         let result = json(&session.record())?;
         *handle = registry::add_shards(Shards::new(session));

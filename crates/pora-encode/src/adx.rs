@@ -377,6 +377,7 @@ mod tests {
     use super::*;
     use crate::arith::Portable;
     use crate::field::needs_final_subtraction;
+    use crate::field::test_values::{self, r_minus};
     use ark_ff::PrimeField;
     use proptest::prelude::*;
 
@@ -384,47 +385,18 @@ mod tests {
         ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
     }
 
-    /// `r - k` as raw limbs (k small).
-    fn r_minus(k: u64) -> [u64; 4] {
-        let (l0, borrow) = MODULUS[0].overflowing_sub(k);
-        [l0, MODULUS[1] - borrow as u64, MODULUS[2], MODULUS[3]]
-    }
-
-    /// Canonical raw Montgomery limbs at the edges: 0, 1, 2, one (`R mod r`), r-1, r-2,
-    /// r - 2^64, 2^253, 2^253 + 2^252, all-ones lower limbs under r's top limb, about r/2.
+    /// The shared edge values with one more before the last: r-1 with its third limb one lower
+    /// too.
     fn edges() -> Vec<Fr> {
         let mut top = r_minus(1);
         top[2] = MODULUS[2] - 1;
-        vec![
-            Fr([0; 4]),
-            Fr([1, 0, 0, 0]),
-            Fr([2, 0, 0, 0]),
-            Fr::ONE,
-            Fr(r_minus(1)),
-            Fr(r_minus(2)),
-            Fr([MODULUS[0], MODULUS[1] - 1, MODULUS[2], MODULUS[3]]),
-            Fr([0, 0, 0, 1 << 61]),
-            Fr([0, 0, 0, 3 << 60]),
-            Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
-            Fr(top),
-            Fr([
-                MODULUS[0] >> 1,
-                MODULUS[1] >> 1,
-                MODULUS[2] >> 1,
-                MODULUS[3] >> 1,
-            ]),
-        ]
+        let mut edges = test_values::edges();
+        edges.insert(edges.len() - 1, Fr(top));
+        edges
     }
 
-    /// A canonical element from raw limbs: the top limb below r's keeps the value below r.
     fn canonical() -> impl Strategy<Value = Fr> {
-        prop_oneof![
-            3 => any::<[u64; 4]>().prop_map(|mut x| {
-                x[3] %= MODULUS[3];
-                Fr(x)
-            }),
-            1 => prop::sample::select(edges()),
-        ]
+        test_values::canonical_or(edges())
     }
 
     fn check_all(adx: Adx, x: Fr, y: Fr, z: Fr) {

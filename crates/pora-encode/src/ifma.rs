@@ -597,6 +597,7 @@ mod tests {
 
     use super::*;
     use crate::arith::{Arith, Portable};
+    use crate::field::test_values::{self, edges};
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
 
@@ -639,42 +640,8 @@ mod tests {
         ark_bn254::Fr::from(2u64).pow([260]).inverse().unwrap()
     }
 
-    fn r_minus(k: u64) -> [u64; 4] {
-        let (l0, borrow) = MODULUS[0].overflowing_sub(k);
-        [l0, MODULUS[1] - borrow as u64, MODULUS[2], MODULUS[3]]
-    }
-
-    /// Canonical raw Montgomery limbs at the edges (as the assembly's tests): 0, 1, 2, one,
-    /// r-1, r-2, r - 2^64, 2^253, 3·2^252, all-ones limbs under r's top limb, about r/2.
-    fn edges() -> Vec<Fr> {
-        vec![
-            Fr([0; 4]),
-            Fr([1, 0, 0, 0]),
-            Fr([2, 0, 0, 0]),
-            Fr::ONE,
-            Fr(r_minus(1)),
-            Fr(r_minus(2)),
-            Fr([MODULUS[0], MODULUS[1] - 1, MODULUS[2], MODULUS[3]]),
-            Fr([0, 0, 0, 1 << 61]),
-            Fr([0, 0, 0, 3 << 60]),
-            Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
-            Fr([
-                MODULUS[0] >> 1,
-                MODULUS[1] >> 1,
-                MODULUS[2] >> 1,
-                MODULUS[3] >> 1,
-            ]),
-        ]
-    }
-
     fn canonical() -> impl Strategy<Value = Fr> {
-        prop_oneof![
-            3 => any::<[u64; 4]>().prop_map(|mut x| {
-                x[3] %= MODULUS[3];
-                Fr(x)
-            }),
-            1 => prop::sample::select(edges()),
-        ]
+        test_values::canonical_or(edges())
     }
 
     /// A raw value below `bound·r` with normalised limbs: `k·r - small` or a random value under

@@ -5,7 +5,10 @@
 mod common;
 
 use common::fixtures::v1_header;
-use common::{build_vector_shard, fails_with, hash_args, pora, s, testdata_json, ZERO_RANDAO};
+use common::{
+    build_vector_shard, fails_with, hash_args, ok, pora, s, testdata_json, vector_difficulty_args,
+    ZERO_RANDAO,
+};
 use pora_core::header::{Header, STATUS_INCOMPLETE};
 use pora_core::{Address, EncodeType};
 use serde_json::Value;
@@ -54,27 +57,11 @@ fn vectors_reproduce_through_pora_create_and_pora_hash() {
         let path = dir.path().join(format!("shard{shard}.dat"));
         build_vector_shard(&path, v);
         let nonce = v["nonce"].to_string();
-        let out = pora(&[
-            "hash",
-            "--file",
-            s(&path),
-            "--randao",
-            v["randao"].as_str().unwrap(),
-            "--nonce",
-            &nonce,
-            "--json",
-            "--difficulty",
-            v["difficulty"].as_str().unwrap(),
-            "--interval",
-            &v["interval"].to_string(),
-            "--minimum-diff",
-            v["minimumDiff"].as_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let hash = hash_args(s(&path), v["randao"].as_str().unwrap(), &nonce);
+        let difficulty = vector_difficulty_args(v);
+        let difficulty: Vec<&str> = difficulty.iter().map(String::as_str).collect();
+        let out = pora(&[&hash[..], &["--json"], &difficulty].concat());
+        ok(&out, "pora hash");
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
         for key in [
             "hash0",

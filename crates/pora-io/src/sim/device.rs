@@ -479,14 +479,7 @@ mod tests {
                 ..Default::default()
             };
             let mut b = open_sim(&f, sim).worker(64).unwrap();
-            for tag in 0..64u32 {
-                b.push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset: u64::from(tag) * 100,
-                })
-                .unwrap();
-            }
+            push_n_every(b.as_mut(), 64, 100);
             assert_eq!(
                 b.push(SampleRead {
                     tag: 99,
@@ -524,15 +517,20 @@ mod tests {
         (sim, stats)
     }
 
-    fn push_n(b: &mut dyn Backend, n: u32) {
+    /// Pushes reads tagged `0..n` of file 0, the one tagged `tag` at `tag * stride`.
+    fn push_n_every(b: &mut dyn Backend, n: u32, stride: u64) {
         for tag in 0..n {
             b.push(SampleRead {
                 tag,
                 file: 0,
-                offset: u64::from(tag) * 64,
+                offset: u64::from(tag) * stride,
             })
             .unwrap();
         }
+    }
+
+    fn push_n(b: &mut dyn Backend, n: u32) {
+        push_n_every(b, n, 64);
     }
 
     /// Reads dropped by `drop_queued` never reach the device (the device counts what it is

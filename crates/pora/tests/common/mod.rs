@@ -275,3 +275,16 @@ pub fn mine_all_args<'a>(
         "--json",
     ]
 }
+
+/// `--difficulty D --interval I --minimum-diff M`: the difficulty parameters an es-node vector
+/// was mined with, for `pora hash` and `pora mine`.
+pub fn vector_difficulty_args(v: &Value) -> [String; 6] {
+    [
+        "--difficulty".into(),
+        vector_text(v, "difficulty"),
+        "--interval".into(),
+        vector_text(v, "interval"),
+        "--minimum-diff".into(),
+        vector_text(v, "minimumDiff"),
+    ]
+}

@@ -1,5 +1,12 @@
-# Sourced by the bench scripts (not run alone): the set-up several of them share. The caller is
-# in the repository root and has set PORA (the pora binary).
+# Sourced by the bench scripts (not run alone), from the repository root: the defaults and the
+# set-up several of them share.
+
+# The defaults they share (each can be set in the environment): the pora binary, extra flags for
+# it, the size of a shard they create, and where that shard goes when no file is named.
+PORA=${PORA:-target/release/pora}
+PORA_ARGS=${PORA_ARGS:-}
+KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
+DEFAULT_SHARD=/tmp/pora-bench/shard0-8g.dat
 
 # Builds $PORA (release) when it is not there yet.
 ensure_pora() {

@@ -17,17 +17,14 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-30}
-KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
 FIO_DEPTH=${FIO_DEPTH:-64}
-PORA=${PORA:-target/release/pora}
-PORA_ARGS=${PORA_ARGS:-}
 
 command -v fio >/dev/null || { echo "mine-vs-fio: fio is not installed" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "mine-vs-fio: python3 is needed to read JSON" >&2; exit 2; }
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
 ensure_pora
 ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 # fio reads only the data region: after the 4 KiB header, 2^bits KVs of 128 KiB. Inferred from

@@ -25,22 +25,19 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-12}
 PAIRS=${PAIRS:-6}
 WARMUP=${WARMUP:-0}
 CACHE=${CACHE:-cold}
-KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
-PORA=${PORA:-target/release/pora}
-PORA_ARGS=${PORA_ARGS:-}
 PORT=${PORT:-9645}
 RANDAO=0x5eb1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f
 
 for tool in curl python3; do
     command -v "$tool" >/dev/null || { echo "serve-vs-mine: $tool is needed" >&2; exit 2; }
 done
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
 ensure_pora
 ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 

@@ -635,6 +635,21 @@ mod tests {
         test_values::canonical_or(edges())
     }
 
+    /// Five 64-bit limbs of a value below 2^260 as five normalised 52-bit limbs.
+    fn limbs52_of(v: &[u64; 5]) -> Limbs52 {
+        let mut out = [0u64; LIMBS];
+        for (j, limb) in out.iter_mut().enumerate() {
+            let bit = 52 * j;
+            let (w, s) = (bit / 64, bit % 64);
+            let mut x = v[w] >> s;
+            if s > 12 && w + 1 < 5 {
+                x |= v[w + 1] << (64 - s);
+            }
+            *limb = x & LIMB_MASK;
+        }
+        out
+    }
+
     /// A raw value below `bound·r` with normalised limbs: `k·r - small` or a random value under
     /// the bound, so both the extremes and the bulk are hit.
     fn raw_below(bound: u64) -> impl Strategy<Value = Limbs52> {
@@ -655,18 +670,8 @@ mod tests {
                 borrow = (b1 | b2) as u64;
             }
             v[4] -= borrow;
-            // 5×64 -> 5×52 (the value is below 2^260).
-            let mut out = [0u64; LIMBS];
-            for (j, limb) in out.iter_mut().enumerate() {
-                let bit = 52 * j;
-                let (w, s) = (bit / 64, bit % 64);
-                let mut x = v[w] >> s;
-                if s > 12 && w + 1 < 5 {
-                    x |= v[w + 1] << (64 - s);
-                }
-                *limb = x & LIMB_MASK;
-            }
-            out
+            // The value is below 2^260.
+            limbs52_of(&v)
         })
     }
 
@@ -749,17 +754,7 @@ mod tests {
             let kr = times_small(MODULUS, 84);
             let mut v = kr;
             v[0] -= 1; // r is odd, so no borrow
-            let mut out = [0u64; LIMBS];
-            for (j, limb) in out.iter_mut().enumerate() {
-                let bit = 52 * j;
-                let (w, s) = (bit / 64, bit % 64);
-                let mut x = v[w] >> s;
-                if s > 12 && w + 1 < 5 {
-                    x |= v[w + 1] << (64 - s);
-                }
-                *limb = x & LIMB_MASK;
-            }
-            out
+            limbs52_of(&v)
         };
         let a = [big; LANES];
         let got = ifma.mul_raw(&a, &a);

@@ -9,26 +9,13 @@
 # final `ok`/`FAIL` summary.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-START_S=$(date +%s)
-step() { echo "== bindings.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
-fail() {
-    echo "bindings.sh: FAIL: $*" >&2
-    exit 1
-}
+# shellcheck source=.ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v go >/dev/null || fail "no go on PATH (the machine ships Go 1.26; do not install golang-go)"
 missing=()
 command -v make >/dev/null || missing+=(make)
-if ((${#missing[@]})); then
-    step "installing ${missing[*]}"
-    SUDO=()
-    [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
-    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install ${missing[*]}"
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-        || fail "apt-get install ${missing[*]} failed"
-fi
+install_missing "${missing[@]}"
 go version >&2 || fail "go does not run"
 command -v cc >/dev/null || fail "no C compiler (cc) for cgo and the C example"
 

@@ -18,18 +18,11 @@
 # reproducibility check, two builds, is `tools/dist.sh --check-reproducible`, run by hand).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# shellcheck source=.ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export LC_ALL=C
 LINUX_TARGET=x86_64-unknown-linux-musl
 WIN_TARGET=x86_64-pc-windows-gnu
-START_S=$(date +%s)
-
-step() { echo "== dist.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
-fail() {
-    echo "dist.sh: FAIL: $*" >&2
-    exit 1
-}
 
 # --- packages: musl-gcc, file, binutils (strings, objdump); mingw and Wine come with .ci/windows.sh ---
 missing=()
@@ -37,17 +30,7 @@ command -v musl-gcc >/dev/null || missing+=(musl-tools)
 command -v file >/dev/null || missing+=(file)
 command -v strings >/dev/null || missing+=(binutils)
 command -v python3 >/dev/null || missing+=(python3)
-if ((${#missing[@]})); then
-    step "installing ${missing[*]}"
-    SUDO=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || fail "need root or sudo to install ${missing[*]}"
-        SUDO=(sudo)
-    fi
-    "${SUDO[@]}" apt-get update -qq || fail "apt-get update failed; cannot install ${missing[*]}"
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-        || fail "apt-get install ${missing[*]} failed"
-fi
+install_missing "${missing[@]}"
 for tool in musl-gcc file objdump strings python3 x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump wine; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (mingw and Wine are installed by .ci/windows.sh)"
 done

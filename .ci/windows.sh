@@ -13,17 +13,10 @@
 # cannot be installed or any step fails; it never passes by skipping a step.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# shellcheck source=.ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 WIN_TARGET=x86_64-pc-windows-gnu
 MAC_TARGETS=(x86_64-apple-darwin aarch64-apple-darwin)
-START_S=$(date +%s)
-
-step() { echo "== windows.sh: $* ($(($(date +%s) - START_S)) s)" >&2; }
-fail() {
-    echo "windows.sh: FAIL: $*" >&2
-    exit 1
-}
 
 # --- packages: mingw linker and Wine 8 (Debian: gcc-mingw-w64-x86-64, wine64, wine) ---
 missing=()
@@ -31,17 +24,7 @@ command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
 command -v wine >/dev/null || missing+=(wine)
 command -v make >/dev/null || missing+=(make)
 { command -v wine64 >/dev/null || [ -x /usr/lib/wine/wine64 ]; } || missing+=(wine64)
-if ((${#missing[@]})); then
-    step "installing ${missing[*]}"
-    SUDO=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || fail "need root or sudo to install ${missing[*]}"
-        SUDO=(sudo)
-    fi
-    "${SUDO[@]}" apt-get update || fail "apt-get update failed; cannot install ${missing[*]}"
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" \
-        || fail "apt-get install ${missing[*]} failed"
-fi
+install_missing "${missing[@]}"
 command -v x86_64-w64-mingw32-gcc >/dev/null || fail "x86_64-w64-mingw32-gcc not found after install"
 command -v wine >/dev/null || fail "wine not found after install"
 

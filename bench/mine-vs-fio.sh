@@ -17,37 +17,21 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-30}
-KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
 FIO_DEPTH=${FIO_DEPTH:-64}
-PORA=${PORA:-target/release/pora}
-PORA_ARGS=${PORA_ARGS:-}
 
 command -v fio >/dev/null || { echo "mine-vs-fio: fio is not installed" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "mine-vs-fio: python3 is needed to read JSON" >&2; exit 2; }
-if [ ! -x "$PORA" ]; then
-    echo "building $PORA ..." >&2
-    cargo build --release -p pora >&2
-fi
-if [ ! -e "$SHARD" ]; then
-    mkdir -p "$(dirname "$SHARD")"
-    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
-    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
-fi
+ensure_pora
+ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 # fio reads only the data region: after the 4 KiB header, 2^bits KVs of 128 KiB. Inferred from
 # the file so an existing shard of any size works.
 DATA_BYTES=$(python3 -c "import os,sys; n=os.path.getsize(sys.argv[1])-4096; print((n//(131072+32))*131072)" "$SHARD")
 
-drop_cache() {
-    sync
-    if [ -w /proc/sys/vm/drop_caches ]; then
-        echo 3 > /proc/sys/vm/drop_caches
-    else
-        # Not root: ask the kernel to forget this file's pages (works for clean pages).
-        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
-    fi
-}
+drop_cache() { evict "$SHARD"; }
 
 run_fio() {
     drop_cache

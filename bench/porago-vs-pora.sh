@@ -19,11 +19,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-30}
 PAIRS=${PAIRS:-3}
 SAMPLER_NONCES=${SAMPLER_NONCES:-1048576}
-KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
+# The pora this script builds (not $PORA from the environment).
 PORA=target/release/pora
 PORAGO=target/release/porago
 
@@ -32,20 +34,9 @@ command -v python3 >/dev/null || { echo "porago-vs-pora: python3 is needed to re
 echo "building pora, libpora_ffi and porago ..." >&2
 cargo build --release -p pora -p pora-ffi >&2
 (cd bindings/go && go build -o "$ROOT/$PORAGO" ./cmd/porago)
-if [ ! -e "$SHARD" ]; then
-    mkdir -p "$(dirname "$SHARD")"
-    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
-    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
-fi
+ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 
-drop_cache() {
-    sync
-    if [ "${EVICT:-}" != fadvise ] && [ -w /proc/sys/vm/drop_caches ]; then
-        echo 3 > /proc/sys/vm/drop_caches
-    else
-        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
-    fi
-}
+drop_cache() { evict "$SHARD" "${EVICT:-}"; }
 
 # samples/s of one cold slot through binary $1.
 mine_rate() {

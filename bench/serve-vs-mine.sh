@@ -25,41 +25,27 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-SHARD=${1:-/tmp/pora-bench/shard0-8g.dat}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-12}
 PAIRS=${PAIRS:-6}
 WARMUP=${WARMUP:-0}
 CACHE=${CACHE:-cold}
-KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
-PORA=${PORA:-target/release/pora}
-PORA_ARGS=${PORA_ARGS:-}
 PORT=${PORT:-9645}
 RANDAO=0x5eb1a2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f
 
 for tool in curl python3; do
     command -v "$tool" >/dev/null || { echo "serve-vs-mine: $tool is needed" >&2; exit 2; }
 done
-if [ ! -x "$PORA" ]; then
-    echo "building $PORA ..." >&2
-    cargo build --release -p pora >&2
-fi
-if [ ! -e "$SHARD" ]; then
-    mkdir -p "$(dirname "$SHARD")"
-    echo "creating $SHARD (kvEntriesBits $KV_ENTRIES_BITS, random) ..." >&2
-    "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$KV_ENTRIES_BITS" --fill random
-fi
+ensure_pora
+ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 
 drop_cache() {
     if [ "$CACHE" = hot ]; then
         return
     fi
-    sync
-    if [ -w /proc/sys/vm/drop_caches ]; then
-        echo 3 > /proc/sys/vm/drop_caches
-    else
-        # Not root: ask the kernel to forget this file's pages (works for clean pages).
-        python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$SHARD"
-    fi
+    evict "$SHARD"
 }
 
 if [ "$CACHE" = hot ]; then

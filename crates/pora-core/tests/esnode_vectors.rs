@@ -3,26 +3,15 @@
 //! library. Vectors come from `testdata/` and, when present, `../shared/vectors/` beside the
 //! repository (where more real es-node results may be placed).
 
+mod fixtures;
+
+use fixtures::{v1_header, vector_files};
 use pora_core::difficulty::{expected_diff, meets, parse_u256, required_diff, DiffParams};
-use pora_core::header::{Header, META_SIZE};
 use pora_core::{hashimoto, Address, EncodeType, ShardSet, H256, U256};
 use serde_json::Value;
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-
-fn vector_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = vec![root.join("testdata/esnode-sample.json")];
-    if let Ok(dir) = std::fs::read_dir(root.join("../shared/vectors")) {
-        files.extend(
-            dir.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json")),
-        );
-    }
-    files
-}
 
 fn load(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -43,17 +32,8 @@ fn build_shard(dir: &Path, v: &Value) -> PathBuf {
     let kb = v["kvSizeBits"].as_u64().unwrap() as u32;
     let kv = 1u64 << kb;
     let chunks = 1u64 << eb;
-    let h = Header {
-        version: 1,
-        chunk_idx_start: shard * chunks,
-        chunk_idx_len: chunks,
-        encode_type: EncodeType::BlobPoseidon,
-        max_kv_size: kv,
-        chunk_size: kv,
-        meta_size: META_SIZE,
-        miner: Address::parse(v["miner"].as_str().unwrap()).unwrap(),
-        status: 0,
-    };
+    let miner = Address::parse(v["miner"].as_str().unwrap()).unwrap();
+    let h = v1_header(shard * chunks, chunks, EncodeType::BlobPoseidon, kv, miner);
     let path = dir.join(format!("shard{shard}-{}.dat", v["nonce"]));
     let mut f = OpenOptions::new()
         .create(true)

@@ -2,23 +2,22 @@
 //! parser and the shard-set validator, and each yields a value or a typed error.
 //! (Issue 7, item 2: the proptest form of a fuzz target.)
 
-use pora_core::header::{Header, META_SIZE};
+mod fixtures;
+
+use fixtures::v1_header;
+use pora_core::header::Header;
 use pora_core::{Address, DataFile, EncodeType, ShardSet};
 use proptest::prelude::*;
 use std::path::Path;
 
 fn valid_header(start: u64, len: u64) -> Header {
-    Header {
-        version: 1,
-        chunk_idx_start: start,
-        chunk_idx_len: len,
-        encode_type: EncodeType::BlobPoseidon,
-        max_kv_size: 1 << 17,
-        chunk_size: 1 << 17,
-        meta_size: META_SIZE,
-        miner: Address([9; 20]),
-        status: 0,
-    }
+    v1_header(
+        start,
+        len,
+        EncodeType::BlobPoseidon,
+        1 << 17,
+        Address([9; 20]),
+    )
 }
 
 /// Interesting u64 values for header fields: edges of every overflow check.

@@ -127,6 +127,37 @@ macro_rules! final_subtract {
     };
 }
 
+/// The CIOS frame [`mont_mul`] and [`mont_dot3`] share, as one `asm!` statement: the accumulator
+/// t0..t3 cleared, the caller's product and reduction rows (`product_row!` / `reduce_row!`, each
+/// followed by a comma), the final subtraction, and one operand list: `{a}` and `{b}` the input
+/// pointers, `{m}` [`MONT`]; the result, in t4, t0, t1, t2 after four rotations, goes to
+/// `$r0..$r3`; t3, lo, hi and rdx are clobbered. The caller wraps it in `unsafe`, saying why its
+/// reads at `{a}` and `{b}` are in bounds.
+macro_rules! cios_asm {
+    ([$r0:ident, $r1:ident, $r2:ident, $r3:ident], $a:expr, $b:expr, $($rows:tt)*) => {
+        asm!(
+            "xor {t0:e}, {t0:e}",
+            "xor {t1:e}, {t1:e}",
+            "xor {t2:e}, {t2:e}",
+            "xor {t3:e}, {t3:e}",
+            $($rows)*
+            final_subtract!("t4", "t0", "t1", "t2", "t3"),
+            a = in(reg) $a,
+            b = in(reg) $b,
+            m = in(reg) MONT.as_ptr(),
+            t0 = out(reg) $r1,
+            t1 = out(reg) $r2,
+            t2 = out(reg) $r3,
+            t3 = out(reg) _,
+            t4 = out(reg) $r0,
+            lo = out(reg) _,
+            hi = out(reg) _,
+            out("rdx") _,
+            options(pure, readonly, nostack),
+        )
+    };
+}
+
 /// Montgomery product `a·b·R^{-1} mod r` of two canonical values, canonical result.
 #[inline(always)]
 fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
@@ -135,11 +166,10 @@ fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
     // assembly reads 32 bytes at `a`, 32 at `b` and 40 at `MONT` (all valid, aligned u64s),
     // writes only its declared register outputs, and does not touch the stack.
     unsafe {
-        asm!(
-            "xor {t0:e}, {t0:e}",
-            "xor {t1:e}, {t1:e}",
-            "xor {t2:e}, {t2:e}",
-            "xor {t3:e}, {t3:e}",
+        cios_asm!(
+            [r0, r1, r2, r3],
+            a.as_ptr(),
+            b.as_ptr(),
             product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
             reduce_row!("t0", "t1", "t2", "t3", "t4"),
             product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
@@ -148,19 +178,6 @@ fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
             reduce_row!("t2", "t3", "t4", "t0", "t1"),
             product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
             reduce_row!("t3", "t4", "t0", "t1", "t2"),
-            final_subtract!("t4", "t0", "t1", "t2", "t3"),
-            a = in(reg) a.as_ptr(),
-            b = in(reg) b.as_ptr(),
-            m = in(reg) MONT.as_ptr(),
-            t0 = out(reg) r1,
-            t1 = out(reg) r2,
-            t2 = out(reg) r3,
-            t3 = out(reg) _,
-            t4 = out(reg) r0,
-            lo = out(reg) _,
-            hi = out(reg) _,
-            out("rdx") _,
-            options(pure, readonly, nostack),
         );
     }
     [r0, r1, r2, r3]
@@ -313,11 +330,10 @@ fn mont_dot3(a: &[Fr; 3], b: &[Fr; 3]) -> [u64; 4] {
     // SAFETY: as in `mont_mul`; `Fr` is `repr(transparent)` over `[u64; 4]`, so `[Fr; 3]` is 96
     // contiguous bytes and every offset read below (< 96) is inside it.
     unsafe {
-        asm!(
-            "xor {t0:e}, {t0:e}",
-            "xor {t1:e}, {t1:e}",
-            "xor {t2:e}, {t2:e}",
-            "xor {t3:e}, {t3:e}",
+        cios_asm!(
+            [r0, r1, r2, r3],
+            a.as_ptr(),
+            b.as_ptr(),
             product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
             product_row!("lo", "32", "32", "t0", "t1", "t2", "t3", "t4"),
             product_row!("lo", "64", "64", "t0", "t1", "t2", "t3", "t4"),
@@ -334,19 +350,6 @@ fn mont_dot3(a: &[Fr; 3], b: &[Fr; 3]) -> [u64; 4] {
             product_row!("lo", "32", "56", "t3", "t4", "t0", "t1", "t2"),
             product_row!("lo", "64", "88", "t3", "t4", "t0", "t1", "t2"),
             reduce_row!("t3", "t4", "t0", "t1", "t2"),
-            final_subtract!("t4", "t0", "t1", "t2", "t3"),
-            a = in(reg) a.as_ptr(),
-            b = in(reg) b.as_ptr(),
-            m = in(reg) MONT.as_ptr(),
-            t0 = out(reg) r1,
-            t1 = out(reg) r2,
-            t2 = out(reg) r3,
-            t3 = out(reg) _,
-            t4 = out(reg) r0,
-            lo = out(reg) _,
-            hi = out(reg) _,
-            out("rdx") _,
-            options(pure, readonly, nostack),
         );
     }
     [r0, r1, r2, r3]
@@ -377,6 +380,7 @@ mod tests {
     use super::*;
     use crate::arith::Portable;
     use crate::field::needs_final_subtraction;
+    use crate::field::test_values::{self, r_minus};
     use ark_ff::PrimeField;
     use proptest::prelude::*;
 
@@ -384,47 +388,18 @@ mod tests {
         ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
     }
 
-    /// `r - k` as raw limbs (k small).
-    fn r_minus(k: u64) -> [u64; 4] {
-        let (l0, borrow) = MODULUS[0].overflowing_sub(k);
-        [l0, MODULUS[1] - borrow as u64, MODULUS[2], MODULUS[3]]
-    }
-
-    /// Canonical raw Montgomery limbs at the edges: 0, 1, 2, one (`R mod r`), r-1, r-2,
-    /// r - 2^64, 2^253, 2^253 + 2^252, all-ones lower limbs under r's top limb, about r/2.
+    /// The shared edge values with one more before the last: r-1 with its third limb one lower
+    /// too.
     fn edges() -> Vec<Fr> {
         let mut top = r_minus(1);
         top[2] = MODULUS[2] - 1;
-        vec![
-            Fr([0; 4]),
-            Fr([1, 0, 0, 0]),
-            Fr([2, 0, 0, 0]),
-            Fr::ONE,
-            Fr(r_minus(1)),
-            Fr(r_minus(2)),
-            Fr([MODULUS[0], MODULUS[1] - 1, MODULUS[2], MODULUS[3]]),
-            Fr([0, 0, 0, 1 << 61]),
-            Fr([0, 0, 0, 3 << 60]),
-            Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
-            Fr(top),
-            Fr([
-                MODULUS[0] >> 1,
-                MODULUS[1] >> 1,
-                MODULUS[2] >> 1,
-                MODULUS[3] >> 1,
-            ]),
-        ]
+        let mut edges = test_values::edges();
+        edges.insert(edges.len() - 1, Fr(top));
+        edges
     }
 
-    /// A canonical element from raw limbs: the top limb below r's keeps the value below r.
     fn canonical() -> impl Strategy<Value = Fr> {
-        prop_oneof![
-            3 => any::<[u64; 4]>().prop_map(|mut x| {
-                x[3] %= MODULUS[3];
-                Fr(x)
-            }),
-            1 => prop::sample::select(edges()),
-        ]
+        test_values::canonical_or(edges())
     }
 
     fn check_all(adx: Adx, x: Fr, y: Fr, z: Fr) {

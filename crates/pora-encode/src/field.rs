@@ -385,6 +385,55 @@ fn redc(mut t: [u64; 8]) -> [u64; 4] {
     reduce_once([t[4], t[5], t[6], t[7]])
 }
 
+/// Inputs the kernels' tests share (ADX assembly and IFMA vectors alike): the edge values of
+/// the Montgomery arithmetic and random canonical elements.
+#[cfg(test)]
+pub(crate) mod test_values {
+    use super::{Fr, MODULUS};
+    use proptest::prelude::*;
+
+    /// `r - k` as raw limbs (k small).
+    pub(crate) fn r_minus(k: u64) -> [u64; 4] {
+        let (l0, borrow) = MODULUS[0].overflowing_sub(k);
+        [l0, MODULUS[1] - borrow as u64, MODULUS[2], MODULUS[3]]
+    }
+
+    /// Canonical raw Montgomery limbs at the edges: 0, 1, 2, one (`R mod r`), r-1, r-2,
+    /// r - 2^64, 2^253, 2^253 + 2^252, all-ones lower limbs under r's top limb, about r/2.
+    pub(crate) fn edges() -> Vec<Fr> {
+        vec![
+            Fr([0; 4]),
+            Fr([1, 0, 0, 0]),
+            Fr([2, 0, 0, 0]),
+            Fr::ONE,
+            Fr(r_minus(1)),
+            Fr(r_minus(2)),
+            Fr([MODULUS[0], MODULUS[1] - 1, MODULUS[2], MODULUS[3]]),
+            Fr([0, 0, 0, 1 << 61]),
+            Fr([0, 0, 0, 3 << 60]),
+            Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
+            Fr([
+                MODULUS[0] >> 1,
+                MODULUS[1] >> 1,
+                MODULUS[2] >> 1,
+                MODULUS[3] >> 1,
+            ]),
+        ]
+    }
+
+    /// A canonical element from raw limbs (the top limb below r's keeps the value below r), or
+    /// one of `edges`.
+    pub(crate) fn canonical_or(edges: Vec<Fr>) -> impl Strategy<Value = Fr> {
+        prop_oneof![
+            3 => any::<[u64; 4]>().prop_map(|mut x| {
+                x[3] %= MODULUS[3];
+                Fr(x)
+            }),
+            1 => prop::sample::select(edges),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

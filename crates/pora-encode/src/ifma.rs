@@ -103,6 +103,18 @@ pub fn ifma_constant(x: Fr) -> Limbs52 {
     to_limbs52(y.0)
 }
 
+/// Runs `$body` in a function compiled for avx512f and avx512ifma (the vector helpers inline only
+/// there), with the parameters bound to the caller's variables of the same names. Only the
+/// methods of an [`Ifma`] token use it, and the token exists only when the CPU has both.
+macro_rules! with_ifma {
+    (($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {{
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn inner($($arg: $ty),*) -> $ret $body
+        // SAFETY: reached only through an `Ifma` token, so the CPU has avx512f and avx512ifma.
+        unsafe { inner($($arg),*) }
+    }};
+}
+
 /// Proof that this CPU runs AVX-512F and AVX-512 IFMA: the only way to reach the vector code, so
 /// safe code cannot execute it on a CPU without those instructions.
 #[derive(Clone, Copy, Debug)]
@@ -120,28 +132,21 @@ impl Ifma {
     /// Eight products `a[i]·b[i]` through the IFMA form and back (tests and benchmarks; the
     /// permutation converts once per batch, not per multiply).
     pub fn mul(self, a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
+        with_ifma!((a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
             from_ifma(mul(&to_ifma(a, None), &to_ifma(b, None)))
-        }
-        // SAFETY: an `Ifma` token exists only when the CPU has avx512f and avx512ifma.
-        unsafe { inner(a, b) }
+        })
     }
 
     /// Eight squares.
     pub fn square(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[Fr; LANES]) -> [Fr; LANES] {
+        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
             from_ifma(square(&to_ifma(a, None)))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a) }
+        })
     }
 
     /// Eight `a[0]·b[0] + a[1]·b[1] + a[2]·b[2]`, reduced once.
     pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
+        with_ifma!((a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
             let a = [
                 to_ifma(&a[0], None),
                 to_ifma(&a[1], None),
@@ -153,19 +158,14 @@ impl Ifma {
                 to_ifma(&b[2], None),
             ];
             from_ifma(dot3(&a, &b, None))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a, b) }
+        })
     }
 
     /// Eight `x^5`.
     pub fn pow5(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[Fr; LANES]) -> [Fr; LANES] {
+        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
             from_ifma(pow5(&to_ifma(a, None)))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a) }
+        })
     }
 
     /// The raw Montgomery product `(a·b + m·r) / 2^260` of eight pairs of 52-bit-limb values
@@ -173,23 +173,17 @@ impl Ifma {
     /// with it.
     #[doc(hidden)]
     pub fn mul_raw(self, a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
+        with_ifma!((a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
             store(&mul(&load(a), &load(b)))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a, b) }
+        })
     }
 
     /// The raw (lazy) square, as [`Ifma::mul_raw`].
     #[doc(hidden)]
     pub fn square_raw(self, a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
+        with_ifma!((a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
             store(&square(&load(a)))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a) }
+        })
     }
 
     /// The raw (lazy) `a·b + c·d + e·f + plus` with one reduction, as [`Ifma::mul_raw`].
@@ -200,18 +194,15 @@ impl Ifma {
         b: &[[Limbs52; LANES]; 3],
         plus: &[Limbs52; LANES],
     ) -> [Limbs52; LANES] {
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner(
+        with_ifma!((
             a: &[[Limbs52; LANES]; 3],
             b: &[[Limbs52; LANES]; 3],
-            plus: &[Limbs52; LANES],
+            plus: &[Limbs52; LANES]
         ) -> [Limbs52; LANES] {
             let a = [load(&a[0]), load(&a[1]), load(&a[2])];
             let b = [load(&b[0]), load(&b[1]), load(&b[2])];
             store(&dot3(&a, &b, Some(&load(plus))))
-        }
-        // SAFETY: as in `mul`.
-        unsafe { inner(a, b, plus) }
+        })
     }
 }
 
@@ -249,7 +240,7 @@ impl Ifma {
             }
             from_ifma(acc)
         }
-        // SAFETY: as in `mul`.
+        // SAFETY: as in `with_ifma!`: reached only through an `Ifma` token, so the CPU has both.
         unsafe { run::<C>(op, n) }
     }
 }
@@ -597,6 +588,7 @@ mod tests {
 
     use super::*;
     use crate::arith::{Arith, Portable};
+    use crate::field::test_values::{self, edges};
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
 
@@ -639,42 +631,23 @@ mod tests {
         ark_bn254::Fr::from(2u64).pow([260]).inverse().unwrap()
     }
 
-    fn r_minus(k: u64) -> [u64; 4] {
-        let (l0, borrow) = MODULUS[0].overflowing_sub(k);
-        [l0, MODULUS[1] - borrow as u64, MODULUS[2], MODULUS[3]]
-    }
-
-    /// Canonical raw Montgomery limbs at the edges (as the assembly's tests): 0, 1, 2, one,
-    /// r-1, r-2, r - 2^64, 2^253, 3·2^252, all-ones limbs under r's top limb, about r/2.
-    fn edges() -> Vec<Fr> {
-        vec![
-            Fr([0; 4]),
-            Fr([1, 0, 0, 0]),
-            Fr([2, 0, 0, 0]),
-            Fr::ONE,
-            Fr(r_minus(1)),
-            Fr(r_minus(2)),
-            Fr([MODULUS[0], MODULUS[1] - 1, MODULUS[2], MODULUS[3]]),
-            Fr([0, 0, 0, 1 << 61]),
-            Fr([0, 0, 0, 3 << 60]),
-            Fr([u64::MAX, u64::MAX, u64::MAX, MODULUS[3] - 1]),
-            Fr([
-                MODULUS[0] >> 1,
-                MODULUS[1] >> 1,
-                MODULUS[2] >> 1,
-                MODULUS[3] >> 1,
-            ]),
-        ]
-    }
-
     fn canonical() -> impl Strategy<Value = Fr> {
-        prop_oneof![
-            3 => any::<[u64; 4]>().prop_map(|mut x| {
-                x[3] %= MODULUS[3];
-                Fr(x)
-            }),
-            1 => prop::sample::select(edges()),
-        ]
+        test_values::canonical_or(edges())
+    }
+
+    /// Five 64-bit limbs of a value below 2^260 as five normalised 52-bit limbs.
+    fn limbs52_of(v: &[u64; 5]) -> Limbs52 {
+        let mut out = [0u64; LIMBS];
+        for (j, limb) in out.iter_mut().enumerate() {
+            let bit = 52 * j;
+            let (w, s) = (bit / 64, bit % 64);
+            let mut x = v[w] >> s;
+            if s > 12 && w + 1 < 5 {
+                x |= v[w + 1] << (64 - s);
+            }
+            *limb = x & LIMB_MASK;
+        }
+        out
     }
 
     /// A raw value below `bound·r` with normalised limbs: `k·r - small` or a random value under
@@ -697,18 +670,8 @@ mod tests {
                 borrow = (b1 | b2) as u64;
             }
             v[4] -= borrow;
-            // 5×64 -> 5×52 (the value is below 2^260).
-            let mut out = [0u64; LIMBS];
-            for (j, limb) in out.iter_mut().enumerate() {
-                let bit = 52 * j;
-                let (w, s) = (bit / 64, bit % 64);
-                let mut x = v[w] >> s;
-                if s > 12 && w + 1 < 5 {
-                    x |= v[w + 1] << (64 - s);
-                }
-                *limb = x & LIMB_MASK;
-            }
-            out
+            // The value is below 2^260.
+            limbs52_of(&v)
         })
     }
 
@@ -791,17 +754,7 @@ mod tests {
             let kr = times_small(MODULUS, 84);
             let mut v = kr;
             v[0] -= 1; // r is odd, so no borrow
-            let mut out = [0u64; LIMBS];
-            for (j, limb) in out.iter_mut().enumerate() {
-                let bit = 52 * j;
-                let (w, s) = (bit / 64, bit % 64);
-                let mut x = v[w] >> s;
-                if s > 12 && w + 1 < 5 {
-                    x |= v[w + 1] << (64 - s);
-                }
-                *limb = x & LIMB_MASK;
-            }
-            out
+            limbs52_of(&v)
         };
         let a = [big; LANES];
         let got = ifma.mul_raw(&a, &a);

@@ -3,7 +3,11 @@
 //! with partial counts, close during a slot, and hash / mine results that agree with each other.
 //! (Panics are covered by the unit tests of `guard.rs`, which can make the body panic.)
 
-use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
+#[path = "../../pora-core/tests/fixtures/mod.rs"]
+mod fixtures;
+
+use fixtures::v1_header;
+use pora_core::header::HEADER_SIZE;
 use pora_core::keccak::keccak256;
 use pora_core::{Address, EncodeType};
 use pora_ffi::*;
@@ -15,17 +19,13 @@ use std::time::{Duration, Instant};
 /// A complete shard of 2^kv_entries_bits 4 KiB KVs filled with keccak-derived bytes.
 fn write_shard(dir: &Path, shard: u64, kv_entries_bits: u32) -> PathBuf {
     let chunks = 1u64 << kv_entries_bits;
-    let header = Header {
-        version: 1,
-        chunk_idx_start: shard * chunks,
-        chunk_idx_len: chunks,
-        encode_type: EncodeType::None,
-        max_kv_size: 4096,
-        chunk_size: 4096,
-        meta_size: META_SIZE,
-        miner: Address([0x5c; 20]),
-        status: 0,
-    };
+    let header = v1_header(
+        shard * chunks,
+        chunks,
+        EncodeType::None,
+        4096,
+        Address([0x5c; 20]),
+    );
     let path = dir.join(format!("shard{shard}.dat"));
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(&header.encode()).unwrap();

@@ -130,6 +130,11 @@ impl SimStats {
     pub fn reads_unanswered(&self) -> u64 {
         self.inner.reads_unanswered.load(Ordering::Relaxed)
     }
+    /// Adds `n` to the counter `which` picks; the value before (how the simulated device counts).
+    #[cfg(feature = "sim")]
+    fn bump(&self, which: fn(&StatsInner) -> &AtomicU64, n: u64) -> u64 {
+        which(&self.inner).fetch_add(n, Ordering::Relaxed)
+    }
 }
 
 /// Why `sim` cannot be opened in a build without the feature, and how to get one that can.

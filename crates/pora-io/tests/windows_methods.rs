@@ -5,13 +5,14 @@
 #![cfg(windows)]
 
 use pora_io::{
-    BlockSize, Completion, IoConfig, Method, QueueFull, ReadErrorKind, Sample, SampleRead,
-    SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, Completion, IoConfig, Method, QueueFull, ReadErrorKind,
+    Sample, SampleRead, SAMPLE_LEN,
 };
 use std::fs::{File, OpenOptions};
 use std::os::windows::fs::FileExt;
 use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 const GIB: u64 = 1 << 30;
@@ -143,6 +144,33 @@ fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// `method` over the fixture's file, reading exactly the 32 sample bytes.
+    fn open(&self, method: Method) -> Arc<dyn BackendFactory> {
+        pora_io::open(
+            std::slice::from_ref(&self.path),
+            &config(method, BlockSize::Natural),
+        )
+        .unwrap()
+    }
+
+    /// Pushes reads of the first `n` offsets, tagged `0..n` (not submitted).
+    fn push_first(&self, worker: &mut dyn Backend, n: usize) {
+        for (i, &o) in self.offsets.iter().take(n).enumerate() {
+            worker.push(first_file_at(i as u32, o)).unwrap();
+        }
+    }
+}
+
+/// A read of file #0 at `offset`.
+fn first_file_at(tag: u32, offset: u64) -> SampleRead {
+    SampleRead {
+        tag,
+        file: 0,
+        offset,
+    }
+}
+
 fn config(method: Method, block_size: BlockSize) -> IoConfig {
     IoConfig {
         method,
@@ -192,11 +220,7 @@ fn every_method_reads_the_same_bytes_as_a_plain_read() {
     let fx = fixture();
     let reads: Vec<(u32, u64)> = fx.offsets.iter().map(|&o| (0, o)).collect();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         assert_eq!(factory.method(), method);
         eprintln!("{}", factory.describe());
         for depth in [1, 7, 64] {
@@ -258,11 +282,7 @@ fn block_sizes_read_whole_aligned_blocks_around_the_sample() {
 fn a_read_of_a_file_that_is_not_open_fails_alone() {
     let fx = fixture();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         let mut worker = factory.worker(4).unwrap();
         let results = read_all(worker.as_mut(), &[(3, 64), (0, fx.offsets[2])]);
         let err = results[0].result.as_ref().expect_err("file #3 is not open");
@@ -314,37 +334,13 @@ fn several_workers_read_at_once_and_across_files() {
 fn queue_full_at_the_depth_until_reaped() {
     let fx = fixture();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         let mut worker = factory.worker(4).unwrap();
-        for i in 0..4 {
-            worker
-                .push(SampleRead {
-                    tag: i,
-                    file: 0,
-                    offset: fx.offsets[i as usize],
-                })
-                .unwrap();
-        }
-        assert_eq!(
-            worker.push(SampleRead {
-                tag: 9,
-                file: 0,
-                offset: 0
-            }),
-            Err(QueueFull),
-            "{method}"
-        );
+        fx.push_first(worker.as_mut(), 4);
+        assert_eq!(worker.push(first_file_at(9, 0)), Err(QueueFull), "{method}");
         worker.submit().unwrap();
         assert_eq!(
-            worker.push(SampleRead {
-                tag: 9,
-                file: 0,
-                offset: 0
-            }),
+            worker.push(first_file_at(9, 0)),
             Err(QueueFull),
             "{method}: unreaped"
         );
@@ -353,13 +349,7 @@ fn queue_full_at_the_depth_until_reaped() {
             worker.reap(&mut out, 4, None).unwrap();
         }
         assert_eq!(worker.in_flight(), 0);
-        worker
-            .push(SampleRead {
-                tag: 9,
-                file: 0,
-                offset: 0,
-            })
-            .unwrap();
+        worker.push(first_file_at(9, 0)).unwrap();
     }
 }
 
@@ -367,21 +357,9 @@ fn queue_full_at_the_depth_until_reaped() {
 fn a_passed_deadline_returns_and_nothing_is_lost() {
     let fx = fixture();
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         let mut worker = factory.worker(32).unwrap();
-        for (i, &o) in fx.offsets.iter().take(32).enumerate() {
-            worker
-                .push(SampleRead {
-                    tag: i as u32,
-                    file: 0,
-                    offset: o,
-                })
-                .unwrap();
-        }
+        fx.push_first(worker.as_mut(), 32);
         worker.submit().unwrap();
         let mut out = Vec::with_capacity(32);
         // Must return (not block) even though 32 completions were asked for.
@@ -411,11 +389,7 @@ fn reads_at_or_past_the_end_are_read_errors_naming_the_offset() {
     let mut reads: Vec<(u32, u64)> = bad.iter().map(|&o| (0, o)).collect();
     reads.push((0, fx.len - 32)); // the good last sample still reads fine among failures
     for method in WINDOWS_METHODS {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         let mut worker = factory.worker(8).unwrap();
         let results = read_all(worker.as_mut(), &reads);
         for (c, &(_, o)) in results.iter().zip(&reads).take(bad.len()) {
@@ -457,22 +431,10 @@ fn a_missing_file_is_an_open_error_naming_it() {
 fn dropping_a_worker_with_reads_in_flight_is_safe() {
     let fx = fixture();
     for method in [Method::Iocp, Method::IocpUnbuffered] {
-        let factory = pora_io::open(
-            std::slice::from_ref(&fx.path),
-            &config(method, BlockSize::Natural),
-        )
-        .unwrap();
+        let factory = fx.open(method);
         for _ in 0..10 {
             let mut worker = factory.worker(32).unwrap();
-            for (i, &o) in fx.offsets.iter().take(32).enumerate() {
-                worker
-                    .push(SampleRead {
-                        tag: i as u32,
-                        file: 0,
-                        offset: o,
-                    })
-                    .unwrap();
-            }
+            fx.push_first(worker.as_mut(), 32);
             worker.submit().unwrap();
             drop(worker); // cancels and drains before the buffers are freed
         }

@@ -13,7 +13,6 @@ macro_rules! skip_note {
 mod common;
 
 use common::*;
-use pora_core::header::{Header, META_SIZE};
 use pora_core::{EncodeType, U256};
 #[cfg(target_os = "linux")]
 use pora_io::SimConfig;
@@ -27,17 +26,7 @@ fn one_tib_sparse_shard_past_2_pow_40() {
     let dir = tempfile::tempdir().unwrap();
     // Shard 3 of 1 TiB shards (kvEntriesBits 23, 128 KiB KVs) covers global bytes [3 TiB, 4 TiB).
     let chunks = 1u64 << 23;
-    let header = Header {
-        version: 1,
-        chunk_idx_start: 3 * chunks,
-        chunk_idx_len: chunks,
-        encode_type: EncodeType::None,
-        max_kv_size: 1 << 17,
-        chunk_size: 1 << 17,
-        meta_size: META_SIZE,
-        miner: MINER,
-        status: 0,
-    };
+    let header = v1_header(3 * chunks, chunks, EncodeType::None, 1 << 17, MINER);
     let path = dir.path().join("sparse-1tib.dat");
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(&header.encode()).unwrap();

@@ -2,28 +2,15 @@
 //! default range of an es-node data file, clear rejection of bad flags, read-only access, and a
 //! clean partial result on SIGTERM.
 
+#[macro_use]
+mod common;
+
+use common::{ok, pora as run, s};
+use pora_measure::bench::record::JSON_KEYS;
 use serde_json::Value;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const KEYS: [&str; 11] = [
-    "method",
-    "blockSize",
-    "depth",
-    "threads",
-    "seconds",
-    "reads",
-    "iops",
-    "mbps",
-    "latencyUs",
-    "cpuPercent",
-    "deviceReads",
-];
-
-fn pora() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-}
+use std::process::Output;
 
 /// A plain (non es-node) file of pseudo-random bytes.
 fn plain_file(dir: &Path, len: usize) -> PathBuf {
@@ -41,16 +28,16 @@ fn plain_file(dir: &Path, len: usize) -> PathBuf {
     path
 }
 
-fn run(args: &[&str]) -> Output {
-    pora().args(args).output().expect("run pora")
+fn json_lines(out: &Output) -> Vec<Value> {
+    common::json_lines(&String::from_utf8_lossy(&out.stdout))
 }
 
-fn json_lines(out: &Output) -> Vec<Value> {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
-        .collect()
+/// `pora bench FILE --method METHOD --duration SECONDS EXTRA...`, asserting it succeeded.
+fn bench_ok(file: &Path, method: &str, seconds: &str, extra: &[&str]) -> Output {
+    let args = ["bench", s(file), "--method", method, "--duration", seconds];
+    let out = run(&[&args[..], extra].concat());
+    ok(&out, &format!("pora {args:?} {extra:?}"));
+    out
 }
 
 fn checksum(path: &Path) -> u64 {
@@ -60,7 +47,7 @@ fn checksum(path: &Path) -> u64 {
 }
 
 fn assert_sane(obj: &Value) {
-    for k in KEYS {
+    for k in JSON_KEYS {
         assert!(obj.get(k).is_some(), "key {k} missing in {obj}");
     }
     let reads = obj["reads"].as_u64().expect("reads");
@@ -89,24 +76,11 @@ fn assert_sane(obj: &Value) {
 fn json_has_every_key_and_sane_values_for_each_combination() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = plain_file(dir.path(), 4 << 20);
-    let f = file.to_str().unwrap();
-    let out = run(&[
-        "bench",
-        f,
-        "--method",
+    let out = bench_ok(
+        &file,
         "pread",
-        "--depth",
-        "1,4",
-        "--threads",
-        "2",
-        "--duration",
         "0.3",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--depth", "1,4", "--threads", "2", "--json"],
     );
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 2, "one line per combination");
@@ -151,21 +125,7 @@ fn esnode_file_is_read_over_its_data_region_and_never_written() {
         std::fs::metadata(&file).unwrap().modified().unwrap(),
         checksum(&file),
     );
-    let out = run(&[
-        "bench",
-        f,
-        "--method",
-        "pread-shared",
-        "--duration",
-        "0.3",
-        "--cold",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = bench_ok(&file, "pread-shared", "0.3", &["--cold", "--json"]);
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 1);
     assert_sane(&lines[0]);
@@ -190,19 +150,7 @@ fn esnode_file_is_read_over_its_data_region_and_never_written() {
 fn human_table_names_every_column() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = plain_file(dir.path(), 1 << 20);
-    let out = run(&[
-        "bench",
-        file.to_str().unwrap(),
-        "--method",
-        "pread",
-        "--duration",
-        "0.2",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = bench_ok(&file, "pread", "0.2", &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     for col in [
         "method",
@@ -267,30 +215,11 @@ fn bad_flags_are_rejected_naming_the_flag() {
 fn unavailable_method_is_skipped_visibly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = plain_file(dir.path(), 1 << 20);
-    let out = run(&[
-        "bench",
-        file.to_str().unwrap(),
-        "--method",
-        "iocp,pread",
-        "--duration",
-        "0.2",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "pread still runs: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // pread still runs.
+    let out = bench_ok(&file, "iocp,pread", "0.2", &["--json"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("SKIP iocp"));
     assert_eq!(json_lines(&out).len(), 1);
-    let only = run(&[
-        "bench",
-        file.to_str().unwrap(),
-        "--method",
-        "iocp",
-        "--duration",
-        "0.2",
-    ]);
+    let only = run(&["bench", s(&file), "--method", "iocp", "--duration", "0.2"]);
     assert!(
         !only.status.success(),
         "nothing ran, so the exit status says so"
@@ -302,7 +231,7 @@ fn unavailable_method_is_skipped_visibly() {
 fn sigterm_prints_the_partial_result_and_exits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = plain_file(dir.path(), 4 << 20);
-    let child = pora()
+    let child = common::pora_command()
         .args([
             "bench",
             file.to_str().unwrap(),
@@ -317,7 +246,7 @@ fn sigterm_prints_the_partial_result_and_exits() {
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(800));
-    let killed = Command::new("kill")
+    let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("kill");
@@ -376,12 +305,11 @@ fn every_available_method_runs_deep_queues_with_4k_blocks() {
         .concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         if stderr.contains(&format!("SKIP {method}")) {
-            use std::io::Write as _;
             let skip_line = stderr
                 .lines()
                 .find(|l| l.starts_with("SKIP"))
                 .unwrap_or_default();
-            let _ = writeln!(std::io::stderr(), "{skip_line}");
+            skip_note!("{skip_line}");
             continue;
         }
         assert!(out.status.success(), "{method}: {stderr}");

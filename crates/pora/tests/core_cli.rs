@@ -2,46 +2,28 @@
 //! the real binary, and every kind of bad input rejected with a message naming the file or flag,
 //! a non-zero exit and no panic.
 
-use pora_core::header::{Header, META_SIZE, STATUS_INCOMPLETE};
-use pora_core::{Address, EncodeType, H256};
+mod common;
+
+use common::fixtures::v1_header;
+use common::{
+    build_vector_shard, fails_with, hash_args, ok, pora, s, testdata_json, vector_difficulty_args,
+    ZERO_RANDAO,
+};
+use pora_core::header::{Header, STATUS_INCOMPLETE};
+use pora_core::{Address, EncodeType};
 use serde_json::Value;
 use std::fs::OpenOptions;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(args)
-        .output()
-        .expect("run pora")
-}
-
-/// Asserts failure with a clean message containing every `needle`.
-fn fails_with(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "expected failure, got success; stderr: {err}"
-    );
-    assert!(!err.contains("panicked"), "panicked: {err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
-    }
-}
 
 fn header(start: u64, len: u64) -> Header {
-    Header {
-        version: 1,
-        chunk_idx_start: start,
-        chunk_idx_len: len,
-        encode_type: EncodeType::BlobPoseidon,
-        max_kv_size: 1 << 17,
-        chunk_size: 1 << 17,
-        meta_size: META_SIZE,
-        miner: Address([0x11; 20]),
-        status: 0,
-    }
+    v1_header(
+        start,
+        len,
+        EncodeType::BlobPoseidon,
+        1 << 17,
+        Address([0x11; 20]),
+    )
 }
 
 /// Writes `bytes` as a header and makes the file `len` bytes long (sparse).
@@ -66,77 +48,20 @@ fn set_field(h: &Header, at: usize, value: u64) -> Vec<u8> {
     buf
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 #[test]
 fn vectors_reproduce_through_pora_create_and_pora_hash() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/esnode-sample.json"),
-    )
-    .unwrap();
-    let vectors: Value = serde_json::from_str(&text).unwrap();
+    let vectors = testdata_json("esnode-sample.json");
     for v in vectors["vectors"].as_array().unwrap().iter().take(3) {
         let shard = v["shard"].as_u64().unwrap();
         let path = dir.path().join(format!("shard{shard}.dat"));
-        let out = pora(&[
-            "create",
-            s(&path),
-            "--shard",
-            &shard.to_string(),
-            "--kv-entries-bits",
-            "13",
-            "--miner",
-            v["miner"].as_str().unwrap(),
-            "--encode-type",
-            "3",
-            "--fill",
-            "sparse",
-            "--force",
-            "--quiet",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut f = OpenOptions::new().write(true).open(&path).unwrap();
-        for (idx, sample) in v["sampleIdxs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(v["encodedSamples"].as_array().unwrap())
-        {
-            let offset = 4096 + idx.as_u64().unwrap() * 32 - (shard << 30);
-            f.seek(SeekFrom::Start(offset)).unwrap();
-            f.write_all(&H256::parse("s", sample.as_str().unwrap()).unwrap().0)
-                .unwrap();
-        }
-        drop(f);
+        build_vector_shard(&path, v);
         let nonce = v["nonce"].to_string();
-        let out = pora(&[
-            "hash",
-            "--file",
-            s(&path),
-            "--randao",
-            v["randao"].as_str().unwrap(),
-            "--nonce",
-            &nonce,
-            "--json",
-            "--difficulty",
-            v["difficulty"].as_str().unwrap(),
-            "--interval",
-            &v["interval"].to_string(),
-            "--minimum-diff",
-            v["minimumDiff"].as_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let hash = hash_args(s(&path), v["randao"].as_str().unwrap(), &nonce);
+        let difficulty = vector_difficulty_args(v);
+        let difficulty: Vec<&str> = difficulty.iter().map(String::as_str).collect();
+        let out = pora(&[&hash[..], &["--json"], &difficulty].concat());
+        ok(&out, "pora hash");
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
         for key in [
             "hash0",
@@ -271,19 +196,7 @@ fn bad_files_are_named_with_the_field() {
         let mut all = needles.clone();
         all.push(s(&path));
         fails_with(&pora(&["info", s(&path)]), &all);
-        let randao = format!("0x{}", "00".repeat(32));
-        fails_with(
-            &pora(&[
-                "hash",
-                "--file",
-                s(&path),
-                "--randao",
-                &randao,
-                "--nonce",
-                "1",
-            ]),
-            &all,
-        );
+        fails_with(&pora(&hash_args(s(&path), ZERO_RANDAO, "1")), &all);
     }
     let missing = dir.path().join("missing.dat");
     fails_with(

@@ -4,33 +4,20 @@
 //! then uses per device; `pora doctor` reports per device. The second device is the tmpfs at
 //! /dev/shm; where it is missing or is the temp dir's own device the tests say SKIP and why.
 
+mod common;
+
+use common::{ok, pora, s, stderr};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const RANDAO: &str = "0x3333333333333333333333333333333333333333333333333333333333333333";
 /// About one nonce in 256 is valid.
 const REQUIRED: &str = "0x0100000000000000000000000000000000000000000000000000000000000000";
 
-fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(args: &[&str]) -> (String, String) {
+/// `pora args...`, asserting success: (stdout, stderr).
+fn run_ok(args: &[&str]) -> (String, String) {
     let out = pora(args);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "pora {args:?}\n{stdout}\n{stderr}");
-    (stdout, stderr)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    (ok(&out, &format!("pora {args:?}")), stderr(&out))
 }
 
 /// A temp dir on the default device and one on /dev/shm, when they are different devices.
@@ -51,29 +38,24 @@ fn two_devices(test: &str) -> Option<(tempfile::TempDir, tempfile::TempDir)> {
     Some((first, second))
 }
 
+/// A small random shard whose bytes differ from shard to shard.
 fn create(dir: &Path, shard: u64) -> PathBuf {
-    let path = dir.join(format!("shard{shard}.dat"));
-    ok(&[
-        "create",
-        s(&path),
-        "--shard",
-        &shard.to_string(),
-        "--kv-entries-bits",
-        "4",
-        "--quiet",
-        "--seed",
-        &(shard + 3).to_string(),
-    ]);
-    path
+    common::create_small(dir, shard, shard + 3)
+}
+
+/// `pora mine --file F1 --file F2 ... --randao RANDAO --nonces NONCES EXTRA...`.
+fn mine_args<'a>(files: &[&'a Path], nonces: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["mine"];
+    for f in files {
+        args.extend(["--file", s(f)]);
+    }
+    args.extend(["--randao", RANDAO, "--nonces", nonces]);
+    args.extend(extra);
+    args
 }
 
 fn mine_json(files: &[&Path], extra: &[&str]) -> (Vec<Value>, String) {
-    let mut args = vec![
-        "mine",
-        "--randao",
-        RANDAO,
-        "--nonces",
-        "0..3000",
+    let find = [
         "--slot",
         "60",
         "--find",
@@ -82,16 +64,8 @@ fn mine_json(files: &[&Path], extra: &[&str]) -> (Vec<Value>, String) {
         REQUIRED,
         "--json",
     ];
-    for f in files {
-        args.extend(["--file", s(f)]);
-    }
-    args.extend(extra);
-    let (stdout, stderr) = ok(&args);
-    let records = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (records, stderr)
+    let (stdout, stderr) = run_ok(&mine_args(files, "0..3000", &[&find[..], extra].concat()));
+    (common::json_lines(&stdout), stderr)
 }
 
 fn found(record: &Value) -> Vec<u64> {
@@ -137,17 +111,7 @@ fn mine_runs_one_pool_per_device_with_the_same_nonces_as_each_shard_alone() {
         assert_eq!(found(record), found(&solo[0]), "shard {shard}");
     }
     // The opening lines name each device and its shards.
-    let out = pora(&[
-        "mine",
-        "--file",
-        s(&s0),
-        "--file",
-        s(&s1),
-        "--randao",
-        RANDAO,
-        "--nonces",
-        "0..100",
-    ]);
+    let out = pora(&mine_args(&[&s0, &s1], "0..100", &[]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let devices: Vec<&str> = stderr
@@ -220,7 +184,7 @@ fn tune_writes_one_profile_per_device_and_mine_uses_each() {
         "{records:?}"
     );
     // Doctor: one profile finding per device, both matching.
-    let (doctor, _) = ok(&["doctor", s(&s0), s(&s1), "--kv-entries-bits", "4", "--json"]);
+    let (doctor, _) = run_ok(&["doctor", s(&s0), s(&s1), "--kv-entries-bits", "4", "--json"]);
     let report: Value = serde_json::from_str(&doctor).unwrap();
     let findings = report["findings"].as_array().unwrap();
     assert!(findings.iter().any(|f| f["id"] == "devices"), "{doctor}");

@@ -3,52 +3,27 @@
 //! `--resume` after an interruption; `scrub` finds a flipped byte; `decode` inverts the mask;
 //! `mask` matches the shared vectors; bad input fails with a message naming the flag or field.
 
+mod common;
+
+use common::{fails_with, pora, testdata_json as vectors};
 use pora_core::header::{HEADER_SIZE, META_SIZE, STATUS_INCOMPLETE};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const MINER: &str = "0x5C935469C5592Aeeac3372e922d9bCEabDF8830d";
 const KV: u64 = 131072;
 
-fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(args)
-        .output()
-        .expect("run pora")
-}
-
+/// The stdout of a `pora` run that must succeed.
 fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "pora failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("utf-8")
+    common::ok(out, "pora")
 }
 
 fn json(out: &Output) -> Value {
     serde_json::from_str(&ok(out)).expect("JSON output")
-}
-
-/// Asserts failure with a clean message containing every `needle`.
-fn fails_with(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure; stderr: {err}");
-    assert!(!err.contains("panicked"), "panicked: {err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
-    }
-}
-
-fn vectors(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(path).expect("vector file")).expect("JSON")
 }
 
 /// `pora create --fill empty` of a shard with the given extra flags.
@@ -216,15 +191,19 @@ fn decode_inverts_a_stored_blob_and_an_empty_kv() {
     meta[24] = 0x80;
     write_at(&file, meta_at(4, 3), &meta);
     let out_file = dir.path().join("blob.bin");
-    ok(&pora(&[
-        "decode",
-        "--file",
-        path,
-        "--kv-idx",
-        "11",
-        "--out",
-        out_file.to_str().unwrap(),
-    ]));
+    // KV 11 decoded whole into `out_file`.
+    let decode_to_out_file = || {
+        pora(&[
+            "decode",
+            "--file",
+            path,
+            "--kv-idx",
+            "11",
+            "--out",
+            out_file.to_str().unwrap(),
+        ])
+    };
+    ok(&decode_to_out_file());
     assert_eq!(std::fs::read(&out_file).unwrap(), blob);
     let word = json(&pora(&[
         "decode", "--file", path, "--kv-idx", "11", "--sample", "5", "--json",
@@ -245,18 +224,7 @@ fn decode_inverts_a_stored_blob_and_an_empty_kv() {
         (Some(3), Some(1))
     );
     // The existing --out is not overwritten without --force.
-    fails_with(
-        &pora(&[
-            "decode",
-            "--file",
-            path,
-            "--kv-idx",
-            "11",
-            "--out",
-            out_file.to_str().unwrap(),
-        ]),
-        &["--out", "--force"],
-    );
+    fails_with(&decode_to_out_file(), &["--out", "--force"]);
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -439,7 +407,7 @@ fn a_bad_encode_kernel_is_an_error_naming_the_variable() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shard.dat");
     let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_pora"))
+        common::pora_command()
             .args(args)
             .env("PORA_ENCODE_ARITH", "bogus")
             .output()

@@ -3,41 +3,15 @@
 //! vector kernels are bit-identical to the scalar one inside the miner, not only in pora-core's
 //! unit tests. Runs on every OS (the Windows leg runs it under Wine).
 
+#[macro_use]
+mod common;
+
+use common::{create_random_16mib, found_sorted, mine_all_args, mine_report, ok, pora_with_keccak};
 use pora_core::keccak::{BatchKernel, KECCAK_KERNEL_ENV};
-use serde_json::Value;
-use std::process::{Command, Output};
-
-/// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
-macro_rules! skip_note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-fn pora(keccak: Option<&str>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pora"));
-    command.args(args).env_remove(KECCAK_KERNEL_ENV);
-    if let Some(value) = keccak {
-        command.env(KECCAK_KERNEL_ENV, value);
-    }
-    command.output().expect("the pora binary runs")
-}
-
-fn ok(out: Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 /// The kernel `pora --version` says a process with this `PORA_KECCAK` uses.
 fn kernel_in_use(keccak: Option<&str>) -> String {
-    let text = ok(pora(keccak, &["--version"]), "pora --version");
+    let text = ok(&pora_with_keccak(keccak, &["--version"]), "pora --version");
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix("keccak: "))
@@ -50,48 +24,14 @@ fn mine_finds_the_same_nonces_with_every_keccak_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("keccak.dat");
     let s = shard.to_str().unwrap();
-    // 16 MiB of random KVs, just written, so in the page cache: the slot is hashing-bound.
-    let create = [
-        "create",
-        s,
-        "--shard",
-        "0",
-        "--kv-entries-bits",
-        "7",
-        "--fill",
-        "random",
-        "--quiet",
-    ];
-    ok(pora(None, &create), "pora create");
+    // In the page cache: the slot is hashing-bound.
+    create_random_16mib(&shard);
     let randao = format!("0x{}", "c3".repeat(32));
     // About one nonce in 64 is valid.
     let required = format!("0x04{}", "0".repeat(62));
     // Depth 13: a worker's batch of chain steps is 8 + 4 + 1, so one slot runs the x8 pass, the
     // x4 remainder and the scalar single block of the widest kernel.
-    let mine = [
-        "mine",
-        "--file",
-        s,
-        "--method",
-        "pread",
-        "--threads",
-        "2",
-        "--depth",
-        "13",
-        "--nonces",
-        "0..8192",
-        "--slots",
-        "1",
-        "--slot",
-        "600",
-        "--find",
-        "all",
-        "--required-diff",
-        &required,
-        "--randao",
-        &randao,
-        "--json",
-    ];
+    let mine = mine_all_args(s, "pread", "13", "0..8192", &required, &randao);
     let mut runs = vec![(Some("scalar"), "scalar")];
     for (value, kernel) in [("x4", BatchKernel::X4Avx2), ("x8", BatchKernel::X8Avx512)] {
         if kernel.is_supported() {
@@ -108,24 +48,14 @@ fn mine_finds_the_same_nonces_with_every_keccak_kernel() {
             kernel,
             "{KECCAK_KERNEL_ENV}={keccak:?}"
         );
-        let stdout = ok(pora(keccak, &mine), &format!("pora mine ({kernel})"));
-        let line = stdout
-            .lines()
-            .rfind(|l| l.starts_with('{'))
-            .expect("a JSON record");
-        let report: Value = serde_json::from_str(line).unwrap();
+        let stdout = ok(
+            &pora_with_keccak(keccak, &mine),
+            &format!("pora mine ({kernel})"),
+        );
+        let report = mine_report(&stdout, kernel);
         assert_eq!(report["noncesTried"], 8192, "{kernel}: {report}");
         assert_eq!(report["ioErrors"], 0, "{kernel}: {report}");
-        let mut found: Vec<(u64, String)> = report["found"]
-            .as_array()
-            .expect("found is a list")
-            .iter()
-            .map(|p| {
-                let hash1 = p["hash1"].as_str().unwrap().to_lowercase();
-                (p["nonce"].as_u64().unwrap(), hash1)
-            })
-            .collect();
-        found.sort();
+        let found = found_sorted(&report);
         assert!(
             found.len() > 30,
             "{kernel}: {} found at 1/64 odds",

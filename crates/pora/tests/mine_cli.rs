@@ -1,41 +1,21 @@
 //! `pora mine` end to end: JSON keys, the same valid nonces as the single-nonce library path
 //! (and `pora hash` for the ones found), clear errors for bad flags, and Ctrl-C handling.
 
+mod common;
+
+use common::fixtures::read_exact_at;
+use common::{ok, pora, pora_command};
 use pora_core::{hashimoto, ShardSet, H256, U256};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const RANDAO: &str = "0x2222222222222222222222222222222222222222222222222222222222222222";
 /// 2^246: about one nonce in 1024 is valid.
 const REQUIRED: &str = "0x0040000000000000000000000000000000000000000000000000000000000000";
 
-fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn create(dir: &Path, shard: u64) -> PathBuf {
-    let path = dir.join(format!("shard{shard}.dat"));
-    let out = pora(&[
-        "create",
-        path.to_str().unwrap(),
-        "--shard",
-        &shard.to_string(),
-        "--kv-entries-bits",
-        "4",
-        "--quiet",
-        "--seed",
-        "7",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
+    common::create_small(dir, shard, 7)
 }
 
 /// Valid nonces of `0..n` computed one at a time with the library's single-nonce path.
@@ -58,33 +38,8 @@ fn library_scan(path: &Path, n: u64) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// A positional read of exactly `buf.len()` bytes, on Unix and Windows.
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) {
-    let mut got = 0;
-    while got < buf.len() {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64)
-            .unwrap();
-        #[cfg(windows)]
-        let n =
-            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64)
-                .unwrap();
-        assert!(n > 0, "unexpected end of file");
-        got += n;
-    }
-}
-
 fn json_lines(out: &Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "pora mine failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::json_lines(&ok(out, "pora mine"))
 }
 
 #[test]
@@ -316,29 +271,15 @@ fn sigint_prints_partial_statistics_and_exits_130_within_a_second() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let a = create(dir.path(), 0);
-    let child = Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args([
-            "mine",
-            "--file",
-            a.to_str().unwrap(),
-            "--random-randao",
-            "--slot",
-            "60",
-            "--nonces",
-            "0..18446744073709551615",
-            "--method",
-            "pread",
-            "--threads",
-            "2",
-            "--json",
-        ])
+    let child = pora_command()
+        .args(common::endless_mine(a.to_str().unwrap()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let sent = Instant::now();
-    assert!(Command::new("kill")
+    assert!(std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap()
@@ -366,7 +307,7 @@ fn sigint_prints_partial_statistics_and_exits_130_within_a_second() {
 fn demo_creates_its_shard_once_and_mines_a_slot() {
     let dir = tempfile::tempdir().unwrap();
     let demo = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_pora"))
+        let out = pora_command()
             .args(["mine", "--demo", "--json"])
             .current_dir(dir.path())
             .output()

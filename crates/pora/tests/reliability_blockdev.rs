@@ -13,6 +13,7 @@
 #![cfg(target_os = "linux")]
 
 #[macro_use]
+mod common;
 mod reliability_common;
 
 use pora_core::{hashimoto, ShardSet, H256};
@@ -99,7 +100,8 @@ fn needs_root_and_losetup(test: &str) -> bool {
 
 /// `pora mine` on `file` with `method`: the one JSON line (exit status checked by the caller).
 fn mine(file: &Path, method: &str, on_io_error: &str) -> std::process::Output {
-    run(&[
+    let nonces = format!("0..{NONCES}");
+    let args = [
         "mine",
         "--file",
         s(file),
@@ -108,19 +110,15 @@ fn mine(file: &Path, method: &str, on_io_error: &str) -> std::process::Output {
         "--randao",
         RANDAO,
         "--nonces",
-        &format!("0..{NONCES}"),
+        &nonces,
+        "--on-io-error",
+        on_io_error,
         "--threads",
         "2",
         "--depth",
         "4",
-        "--find",
-        "all",
-        "--required-diff",
-        EASY_DIFF,
-        "--on-io-error",
-        on_io_error,
-        "--json",
-    ])
+    ];
+    run(&[&args[..], &FIND_ALL_EASY].concat())
 }
 
 fn found_nonces(line: &Value) -> Vec<u64> {

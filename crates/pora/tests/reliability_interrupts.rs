@@ -8,6 +8,7 @@
 #![cfg(unix)]
 
 #[macro_use]
+mod common;
 mod reliability_common;
 
 use reliability_common::*;
@@ -49,21 +50,7 @@ fn sigterm_stops_mine_within_a_second_with_partial_statistics() {
     let done = interrupt(
         dir.path(),
         "mine-TERM",
-        &[
-            "mine",
-            "--file",
-            s(&shard),
-            "--random-randao",
-            "--slot",
-            "60",
-            "--nonces",
-            "0..18446744073709551615",
-            "--method",
-            "pread",
-            "--threads",
-            "2",
-            "--json",
-        ],
+        &common::endless_mine(s(&shard)),
         Duration::from_millis(700),
         libc::SIGTERM,
     );
@@ -123,17 +110,7 @@ fn sigint_and_sigterm_stop_tune_within_a_second_and_write_no_profile() {
         let done = interrupt(
             dir.path(),
             &format!("tune-{name}"),
-            &[
-                "tune",
-                s(&shard),
-                "--budget",
-                "5",
-                "--method",
-                "pread",
-                "--max-threads",
-                "2",
-                "--json",
-            ],
+            &[&quick_tune(s(&shard))[..], &["--json"]].concat(),
             Duration::from_millis(after_ms),
             sig,
         );
@@ -194,15 +171,7 @@ fn create_interrupted_mid_write_leaves_a_file_nothing_accepts() {
         let randao = format!("0x{}", "00".repeat(32));
         for args in [
             vec!["info", s(&path)],
-            vec![
-                "hash",
-                "--file",
-                s(&path),
-                "--randao",
-                &randao,
-                "--nonce",
-                "1",
-            ],
+            common::hash_args(s(&path), &randao, "1").to_vec(),
             vec![
                 "mine",
                 "--file",

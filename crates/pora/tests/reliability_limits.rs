@@ -9,6 +9,7 @@
 #![cfg(unix)]
 
 #[macro_use]
+mod common;
 mod reliability_common;
 
 use reliability_common::*;
@@ -119,12 +120,8 @@ fn peak_rss_kib(shard: &std::path::Path, slots: u64) -> u64 {
         "2",
         "--depth",
         "4",
-        "--find",
-        "all",
-        "--required-diff",
-        EASY_DIFF,
-        "--json",
     ])
+    .args(FIND_ALL_EASY)
     .stdout(Stdio::null())
     .stderr(Stdio::null());
     let child = cmd.spawn().expect("spawn pora mine");

@@ -5,6 +5,7 @@
 #![cfg(unix)]
 
 #[macro_use]
+mod common;
 mod reliability_common;
 
 use reliability_common::*;
@@ -105,7 +106,7 @@ fn reading_commands_work_on_a_foreign_0444_shard_and_leave_it_unchanged() {
     let hashed = runner.ok(&["hash", "--file", f, "--randao", &randao, "--nonce", "3"]);
     assert!(hashed.contains("hash1"), "{hashed}");
     for method in pora_io::Method::available_real() {
-        let line = runner.ok(&[
+        let args = [
             "mine",
             "--file",
             f,
@@ -120,12 +121,8 @@ fn reading_commands_work_on_a_foreign_0444_shard_and_leave_it_unchanged() {
             "2",
             "--depth",
             "4",
-            "--find",
-            "all",
-            "--required-diff",
-            EASY_DIFF,
-            "--json",
-        ]);
+        ];
+        let line = runner.ok(&[&args[..], &FIND_ALL_EASY].concat());
         let v = &json_lines(&line)[0];
         assert_eq!(v["noncesTried"], 2000, "{method}: {v}");
         assert_eq!(v["ioErrors"], 0, "{method}: {v}");
@@ -147,19 +144,7 @@ fn reading_commands_work_on_a_foreign_0444_shard_and_leave_it_unchanged() {
     assert_eq!(json_lines(&bench).len(), methods.len(), "{bench}");
     runner.ok(&["doctor", f]);
     let profile = writable.join("shard.pora-profile.toml");
-    let tuned = runner.ok(&[
-        "tune",
-        f,
-        "--budget",
-        "5",
-        "--method",
-        "pread",
-        "--max-threads",
-        "2",
-        "--profile",
-        s(&profile),
-        "--json",
-    ]);
+    let tuned = runner.ok(&[&quick_tune(f)[..], &["--profile", s(&profile), "--json"]].concat());
     assert!(tuned.contains("\"method\": \"pread\""), "{tuned}");
     assert!(
         profile.exists(),

@@ -8,6 +8,7 @@
 #![cfg(unix)]
 
 #[macro_use]
+mod common;
 mod reliability_common;
 
 use reliability_common::*;
@@ -49,12 +50,8 @@ fn mine_command(file: &Path, method: pora_io::Method) -> std::process::Command {
         "0..1000000000000",
         "--threads",
         "4",
-        "--find",
-        "all",
-        "--required-diff",
-        EASY_DIFF,
-        "--json",
-    ]);
+    ])
+    .args(FIND_ALL_EASY);
     cmd
 }
 

@@ -3,39 +3,20 @@
 //! process), the I/O methods pora-io says open here, and a clear error for a bad `PORA_KECCAK`.
 //! Runs on every OS (the Windows leg runs it under Wine).
 
+#[macro_use]
+mod common;
+
+use common::{ok, pora_with_keccak};
 use pora_core::keccak::{BatchKernel, KECCAK_KERNEL_ENV};
 use pora_io::Method;
-use std::process::{Command, Output};
-
-/// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
-macro_rules! skip_note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// `pora args...` with `PORA_KECCAK` set to `keccak`, or removed when `None`.
-fn pora(keccak: Option<&str>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pora"));
-    command.args(args).env_remove(KECCAK_KERNEL_ENV);
-    if let Some(value) = keccak {
-        command.env(KECCAK_KERNEL_ENV, value);
-    }
-    command.output().expect("the pora binary runs")
-}
+use std::process::Command;
 
 /// The `--version` text, asserting the command succeeded.
 fn version(keccak: Option<&str>, args: &[&str]) -> String {
-    let out = pora(keccak, args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "pora {args:?} with {KECCAK_KERNEL_ENV}={keccak:?}: {}\n{stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    ok(
+        &pora_with_keccak(keccak, args),
+        &format!("pora {args:?} with {KECCAK_KERNEL_ENV}={keccak:?}"),
+    )
 }
 
 /// The line starting with `prefix`, without it.
@@ -161,7 +142,7 @@ fn a_bad_pora_keccak_is_an_error_naming_the_variable_not_a_panic() {
     for (value, why) in cases {
         // `--version`, and a command: the CLI refuses the value before doing anything.
         for args in [&["--version"][..], &["info", "no-such-file.dat"][..]] {
-            let out = pora(Some(value), args);
+            let out = pora_with_keccak(Some(value), args);
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
             assert!(

@@ -4,52 +4,21 @@
 //! and `pora serve` answers a `pora_mineSlot` call over HTTP.
 #![cfg(windows)]
 
-/// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
-#[allow(unused_macros)] // some platforms skip nothing
-macro_rules! skip_note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+#[macro_use]
+mod common;
 
+use common::{
+    create_args, found_sorted, mine_all_args, mine_report, ok, pora, pora_command,
+    vector_text as text,
+};
 use serde_json::Value;
-use std::fs::OpenOptions;
-use std::os::windows::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const WINDOWS_METHODS: [&str; 5] = ["pread", "pread-shared", "mmap", "iocp", "iocp-unbuffered"];
 
-fn pora(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pora"))
-        .args(args)
-        .output()
-        .expect("the pora binary runs")
-}
-
-fn ok(out: &Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 /// Every vector from `testdata/` and, when present, `../shared/vectors/` beside the repository.
 fn vectors() -> Vec<Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = vec![root.join("testdata/esnode-sample.json")];
-    if let Ok(dir) = std::fs::read_dir(root.join("../shared/vectors")) {
-        files.extend(
-            dir.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json")),
-        );
-    }
+    let files = common::fixtures::vector_files();
     let mut out = Vec::new();
     for file in files {
         let text =
@@ -61,70 +30,10 @@ fn vectors() -> Vec<Value> {
     out
 }
 
-fn text(v: &Value, key: &str) -> String {
-    match &v[key] {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        other => panic!("{key}: {other}"),
-    }
-}
-
-/// `pora create --fill sparse` for the vector's shard, then its encoded samples written at
-/// their offsets (`4096 + sampleIdx*32 - chunkIdxStart*chunkSize`).
+/// The vector's shard as es-node had it (see [`common::build_vector_shard`]).
 fn build_shard(dir: &Path, n: usize, v: &Value) -> PathBuf {
     let path = dir.join(format!("vector{n}-shard{}.dat", v["shard"]));
-    let p = path.to_str().unwrap();
-    let (shard, eb, kb) = (
-        text(v, "shard"),
-        text(v, "kvEntriesBits"),
-        text(v, "kvSizeBits"),
-    );
-    let args = [
-        "create",
-        p,
-        "--shard",
-        &shard,
-        "--kv-entries-bits",
-        &eb,
-        "--kv-size-bits",
-        &kb,
-    ];
-    let miner = text(v, "miner");
-    ok(
-        &pora(
-            &[
-                &args[..],
-                &[
-                    "--miner",
-                    &miner,
-                    "--encode-type",
-                    "3",
-                    "--fill",
-                    "sparse",
-                    "--quiet",
-                ],
-            ]
-            .concat(),
-        ),
-        "pora create",
-    );
-    let shard_start_byte = v["shard"].as_u64().unwrap()
-        << (v["kvEntriesBits"].as_u64().unwrap() + v["kvSizeBits"].as_u64().unwrap());
-    let file = OpenOptions::new().write(true).open(&path).unwrap();
-    for (idx, sample) in v["sampleIdxs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(v["encodedSamples"].as_array().unwrap())
-    {
-        let hex = sample.as_str().unwrap().trim_start_matches("0x");
-        let bytes: Vec<u8> = (0..32)
-            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        file.seek_write(&bytes, 4096 + idx.as_u64().unwrap() * 32 - shard_start_byte)
-            .unwrap();
-    }
-    file.sync_all().unwrap();
+    common::build_vector_shard(&path, v);
     path
 }
 
@@ -217,80 +126,21 @@ fn pora_hash_names_a_missing_file() {
     assert!(stderr.contains("shard.dat"), "{stderr}");
 }
 
-/// Whether this build's `pora mine` is the real command (it was written on another branch).
-/// One JSON report line of `pora mine --json`.
-fn mine_report(stdout: &str, method: &str) -> Value {
-    let line = stdout.lines().rfind(|l| l.starts_with('{'));
-    let line =
-        line.unwrap_or_else(|| panic!("pora mine --method {method} printed no JSON:\n{stdout}"));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{method}: bad JSON ({e}): {line}"))
-}
-
-/// The valid nonces of a report as (nonce, hash1), sorted.
-fn found(report: &Value) -> Vec<(u64, String)> {
-    let mut found: Vec<(u64, String)> = report["found"]
-        .as_array()
-        .expect("found is a list")
-        .iter()
-        .map(|p| {
-            (
-                p["nonce"].as_u64().unwrap(),
-                p["hash1"].as_str().unwrap().to_lowercase(),
-            )
-        })
-        .collect();
-    found.sort();
-    found
-}
-
 #[test]
 fn pora_mine_finds_the_same_nonces_with_every_windows_method() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("mine.dat");
     let s = shard.to_str().unwrap();
-    // A 16 MiB shard of random bytes: small enough for Wine, large enough for random reads.
-    let create = [
-        "create",
-        s,
-        "--shard",
-        "0",
-        "--kv-entries-bits",
-        "7",
-        "--fill",
-        "random",
-    ];
-    ok(&pora(&[&create[..], &["--quiet"]].concat()), "pora create");
+    // 16 MiB of random bytes: small enough for Wine, large enough for random reads.
+    common::create_random_16mib(&shard);
     let randao = format!("0x{}", "5a".repeat(32));
     // About one nonce in 64 is valid: every method must find exactly the same ones.
     let required = format!("0x04{}", "0".repeat(62));
     let mut reference: Option<Vec<(u64, String)>> = None;
     for method in WINDOWS_METHODS {
-        let args = [
-            "mine",
-            "--file",
-            s,
-            "--method",
-            method,
-            "--threads",
-            "2",
-            "--depth",
-            "8",
-            "--nonces",
-            "0..4096",
-            "--slots",
-            "1",
-            "--slot",
-            "600",
-            "--find",
-            "all",
-            "--required-diff",
-            &required,
-            "--randao",
-            &randao,
-            "--json",
-        ];
+        let args = mine_all_args(s, method, "8", "0..4096", &required, &randao);
         let stdout = ok(&pora(&args), &format!("pora mine --method {method}"));
-        let report = mine_report(&stdout, method);
+        let report = mine_report(&stdout, &format!("--method {method}"));
         assert_eq!(report["method"], method, "{report}");
         assert_eq!(report["nonceLimit"], 4096, "{method}: {report}");
         assert_eq!(
@@ -298,7 +148,7 @@ fn pora_mine_finds_the_same_nonces_with_every_windows_method() {
             "{method}: every nonce of the slot: {report}"
         );
         assert_eq!(report["ioErrors"], 0, "{method}: {report}");
-        let found = found(&report);
+        let found = found_sorted(&report);
         assert!(
             !found.is_empty(),
             "{method}: nothing found at 1/64 odds in 4096 nonces"
@@ -333,18 +183,8 @@ fn pora_doctor_reports_the_volume_and_bitlocker() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("doctor.dat");
     let s = shard.to_str().unwrap();
-    ok(
-        &pora(&[
-            "create",
-            s,
-            "--shard",
-            "0",
-            "--kv-entries-bits",
-            "3",
-            "--quiet",
-        ]),
-        "pora create",
-    );
+    let create = [&create_args(s, "0", "3")[..], &["--quiet"]].concat();
+    ok(&pora(&create), "pora create");
     let out = ok(&pora(&["doctor", s]), "pora doctor");
     assert!(
         out.contains("win-volume") && out.contains("aligns to"),
@@ -392,7 +232,7 @@ fn pora_serve_answers_rpc_as_a_console_program() {
     }
     let serve = ["serve", "--file", s, "--method", "pread"];
     let mut child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_pora"))
+        pora_command()
             .args(serve)
             .args(["--listen", "127.0.0.1:0"])
             .stderr(std::process::Stdio::piped())

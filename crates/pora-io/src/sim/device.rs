@@ -98,12 +98,7 @@ impl BackendFactory for SimFactory {
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let depth = depth.max(1);
-        let worker_no = self
-            .config
-            .stats
-            .inner
-            .workers_created
-            .fetch_add(1, Ordering::Relaxed);
+        let worker_no = self.config.stats.bump(|s| &s.workers_created, 1);
         let rng = Xoshiro256PlusPlus::seed_from_u64(
             self.config.seed ^ worker_no.wrapping_mul(0x9e37_79b9_7f4a_7c15),
         );
@@ -213,11 +208,7 @@ impl Device {
             None => true,
         };
         if !alive {
-            self.config
-                .stats
-                .inner
-                .reads_unanswered
-                .fetch_add(1, Ordering::Relaxed);
+            self.config.stats.bump(|s| &s.reads_unanswered, 1);
         }
         alive
     }
@@ -228,11 +219,7 @@ impl Device {
         let fault = self.draw_fault(read);
         let kind = match (fault, self.files.get(read.file as usize)) {
             (Some(kind), _) => {
-                self.config
-                    .stats
-                    .inner
-                    .faults_injected
-                    .fetch_add(1, Ordering::Relaxed);
+                self.config.stats.bump(|s| &s.faults_injected, 1);
                 kind
             }
             (None, None) => ReadErrorKind::OutOfBounds { file_len: 0 },
@@ -262,12 +249,7 @@ impl InlineReader for SyncReader {
     fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError> {
         let latency = self.device.draw_latency();
         let planned = self.device.planned_error(read);
-        self.device
-            .config
-            .stats
-            .inner
-            .reads_submitted
-            .fetch_add(1, Ordering::Relaxed);
+        self.device.config.stats.bump(|s| &s.reads_submitted, 1);
         if !self.device.take_read() {
             // A synchronous read on a hung device blocks its thread for good.
             loop {
@@ -279,6 +261,20 @@ impl InlineReader for SyncReader {
             Some(e) => Err(e),
             None => self.device.read_bytes(read),
         }
+    }
+}
+
+impl SimBackend {
+    /// Takes off the heap the next submitted read whose latency has passed by `now`: its slot is
+    /// free again, and what it held (the read and its result) goes to the caller.
+    fn pop_due(&mut self, now: Instant) -> Option<InFlightRead> {
+        let &Reverse((due, _, slot_no)) = self.due.peek()?;
+        if due > now {
+            return None;
+        }
+        self.due.pop();
+        self.free.push(slot_no);
+        Some(std::mem::take(&mut self.slots[slot_no as usize]))
     }
 }
 
@@ -316,9 +312,10 @@ impl Backend for SimBackend {
             result,
         };
         self.queued.push(slot_no);
-        let stats = &self.device.config.stats.inner;
-        stats.reads_pushed.fetch_add(1, Ordering::Relaxed);
+        let stats = &self.device.config.stats;
+        stats.bump(|s| &s.reads_pushed, 1);
         stats
+            .inner
             .max_in_flight_seen
             .fetch_max(self.in_flight(), Ordering::Relaxed);
         Ok(())
@@ -344,9 +341,7 @@ impl Backend for SimBackend {
         self.device
             .config
             .stats
-            .inner
-            .reads_submitted
-            .fetch_add(submitted, Ordering::Relaxed);
+            .bump(|s| &s.reads_submitted, submitted);
         Ok(())
     }
 
@@ -362,22 +357,13 @@ impl Backend for SimBackend {
         let mut appended = 0;
         loop {
             let now = Instant::now();
-            while let Some(&Reverse((due, _, slot_no))) = self.due.peek() {
-                if due > now {
-                    break;
-                }
-                self.due.pop();
-                let slot = &mut self.slots[slot_no as usize];
-                let read = slot.read.take().expect("a due slot holds its read");
-                let result = slot
-                    .result
-                    .take()
-                    .expect("a submitted slot holds its result");
+            while let Some(slot) = self.pop_due(now) {
+                let read = slot.read.expect("a due slot holds its read");
+                let result = slot.result.expect("a submitted slot holds its result");
                 out.push(Completion {
                     tag: read.tag,
                     result,
                 });
-                self.free.push(slot_no);
                 appended += 1;
             }
             if appended >= min_complete || deadline.is_some_and(|d| now >= d) {
@@ -396,9 +382,7 @@ impl Backend for SimBackend {
         self.device
             .config
             .stats
-            .inner
-            .completions_reaped
-            .fetch_add(appended as u64, Ordering::Relaxed);
+            .bump(|s| &s.completions_reaped, appended as u64);
         Ok(appended)
     }
 
@@ -420,14 +404,8 @@ impl Backend for SimBackend {
         self.drop_queued();
         loop {
             let now = Instant::now();
-            while let Some(&Reverse((due, _, slot_no))) = self.due.peek() {
-                if due > now {
-                    break;
-                }
-                self.due.pop();
-                self.slots[slot_no as usize] = InFlightRead::default();
-                self.free.push(slot_no);
-            }
+            // Reads at the device that are due are discarded.
+            while self.pop_due(now).is_some() {}
             match self.due.peek() {
                 Some(&Reverse((due, _, _))) if now < give_up => {
                     std::thread::sleep(due.min(give_up).saturating_duration_since(now));
@@ -504,14 +482,7 @@ mod tests {
                 ..Default::default()
             };
             let mut b = open_sim(&f, sim).worker(64).unwrap();
-            for tag in 0..64u32 {
-                b.push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset: u64::from(tag) * 100,
-                })
-                .unwrap();
-            }
+            push_n_every(b.as_mut(), 64, 100);
             assert_eq!(
                 b.push(SampleRead {
                     tag: 99,
@@ -549,15 +520,20 @@ mod tests {
         (sim, stats)
     }
 
-    fn push_n(b: &mut dyn Backend, n: u32) {
+    /// Pushes reads tagged `0..n` of file 0, the one tagged `tag` at `tag * stride`.
+    fn push_n_every(b: &mut dyn Backend, n: u32, stride: u64) {
         for tag in 0..n {
             b.push(SampleRead {
                 tag,
                 file: 0,
-                offset: u64::from(tag) * 64,
+                offset: u64::from(tag) * stride,
             })
             .unwrap();
         }
+    }
+
+    fn push_n(b: &mut dyn Backend, n: u32) {
+        push_n_every(b, n, 64);
     }
 
     /// Reads dropped by `drop_queued` never reach the device (the device counts what it is

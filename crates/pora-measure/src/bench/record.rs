@@ -20,6 +20,34 @@ pub struct RunInfo {
     pub duration: Duration,
 }
 
+/// The keys of a `pora bench --json` line, in the order [`BenchRecord`] writes them: scripts
+/// parse these names, so the unit test holds the struct to this list and the CLI tests look for
+/// each key in the binary's output.
+pub const JSON_KEYS: [&str; 22] = [
+    "method",
+    "blockSize",
+    "depth",
+    "threads",
+    "seconds",
+    "reads",
+    "iops",
+    "mbps",
+    "latencyUs",
+    "cpuPercent",
+    "deviceReads",
+    "readErrors",
+    "firstError",
+    "interrupted",
+    "cold",
+    "eviction",
+    "file",
+    "range",
+    "seed",
+    "runSeed",
+    "describe",
+    "notes",
+];
+
 /// One combination's result as printed by `pora bench --json`.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -153,33 +181,7 @@ mod tests {
         };
         let v = serde_json::to_value(BenchRecord::new(&r, &run, None)).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "method",
-                "blockSize",
-                "depth",
-                "threads",
-                "seconds",
-                "reads",
-                "iops",
-                "mbps",
-                "latencyUs",
-                "cpuPercent",
-                "deviceReads",
-                "readErrors",
-                "firstError",
-                "interrupted",
-                "cold",
-                "eviction",
-                "file",
-                "range",
-                "seed",
-                "runSeed",
-                "describe",
-                "notes"
-            ]
-        );
+        assert_eq!(keys, JSON_KEYS);
         assert_eq!(v["method"], "sim");
         assert_eq!(v["range"], serde_json::json!([4096, 65536]));
         assert_eq!(

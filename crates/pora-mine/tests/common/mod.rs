@@ -2,7 +2,10 @@
 //! the plain single-nonce path, and a factory wrapper that checks the scheduler's read order.
 #![allow(dead_code)]
 
-use pora_core::header::{Header, HEADER_SIZE, META_SIZE};
+#[path = "../../../pora-core/tests/fixtures/mod.rs"]
+mod fixtures;
+
+use pora_core::header::HEADER_SIZE;
 use pora_core::{hashimoto, Address, EncodeType, ShardSet, H256, U256};
 use pora_io::{
     Backend, BackendFactory, Completion, IoConfig, IoError, Method, QueueFull, SampleRead,
@@ -24,17 +27,13 @@ pub const KV_SIZE_BITS: u32 = 12;
 /// Writes one complete shard (`2^kv_entries_bits` KVs) as a v1 data file of random bytes.
 pub fn write_shard(dir: &Path, shard: u64, kv_entries_bits: u32, seed: u64) -> PathBuf {
     let chunks = 1u64 << kv_entries_bits;
-    let header = Header {
-        version: 1,
-        chunk_idx_start: shard * chunks,
-        chunk_idx_len: chunks,
-        encode_type: EncodeType::None,
-        max_kv_size: 1 << KV_SIZE_BITS,
-        chunk_size: 1 << KV_SIZE_BITS,
-        meta_size: META_SIZE,
-        miner: MINER,
-        status: 0,
-    };
+    let header = v1_header(
+        shard * chunks,
+        chunks,
+        EncodeType::None,
+        1 << KV_SIZE_BITS,
+        MINER,
+    );
     let path = dir.join(format!("shard{shard}-{seed}.dat"));
     let mut file = File::create(&path).unwrap();
     file.write_all(&header.encode()).unwrap();
@@ -108,21 +107,7 @@ pub fn naive_scan_avoiding(
     (valid, touched)
 }
 
-/// A positional read of exactly `buf.len()` bytes, on Unix and Windows.
-pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) {
-    let mut got = 0;
-    while got < buf.len() {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[got..], offset + got as u64)
-            .unwrap();
-        #[cfg(windows)]
-        let n =
-            std::os::windows::fs::FileExt::seek_read(file, &mut buf[got..], offset + got as u64)
-                .unwrap();
-        assert!(n > 0, "unexpected end of file at {}", offset + got as u64);
-        got += n;
-    }
-}
+pub use fixtures::{read_exact_at, v1_header};
 
 /// A miner's knobs and one slot's request together, as the tests vary them.
 #[derive(Clone, Debug)]

@@ -1,7 +1,8 @@
 //! Helpers shared by the `reliability_*` tests (issue 7): running the `pora` binary (optionally
 //! as an unprivileged uid, with default signal dispositions), creating shards, a fingerprint of a
 //! file's bytes and mtime, running a child with a time limit while its output goes to files, and
-//! SKIP lines that show despite libtest's output capture.
+//! SKIP lines that show despite libtest's output capture. Builds on `common` (the helpers of every
+//! CLI test), which each `reliability_*` test declares before this module.
 #![allow(dead_code)]
 
 use serde_json::Value;
@@ -12,19 +13,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Writes straight to the process's stderr, so a SKIP line shows even when libtest captures.
-macro_rules! skip_note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 /// The uid/gid the read-only tests drop to when run as root (`nobody` on Debian and most others).
 pub const UNPRIVILEGED_ID: u32 = 65534;
 
 /// About one nonce in 64 is valid (hash1 <= 2^250).
 pub const EASY_DIFF: &str = "0x0400000000000000000000000000000000000000000000000000000000000000";
+
+/// How the reliability tests end a `pora mine`: every nonce valid at [`EASY_DIFF`] reported, as
+/// JSON, so there are found nonces to check against an intact copy.
+pub const FIND_ALL_EASY: [&str; 5] = ["--find", "all", "--required-diff", EASY_DIFF, "--json"];
+
+/// `pora tune SHARD` kept short: a 5 s budget, pread only, at most 2 threads.
+pub fn quick_tune(shard: &str) -> [&str; 8] {
+    [
+        "tune",
+        shard,
+        "--budget",
+        "5",
+        "--method",
+        "pread",
+        "--max-threads",
+        "2",
+    ]
+}
 
 pub fn pora_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pora"))
@@ -75,9 +86,7 @@ pub fn run(args: &[&str]) -> Output {
     pora().args(args).output().expect("run pora")
 }
 
-pub fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
+pub use crate::common::s;
 
 /// `pora create DIR/NAME --shard 0 --kv-entries-bits BITS --seed SEED` (random fill).
 pub fn create(dir: &Path, name: &str, kv_entries_bits: u32, seed: u64) -> PathBuf {

@@ -386,8 +386,8 @@ fn redc(mut t: [u64; 8]) -> [u64; 4] {
 }
 
 /// Inputs the kernels' tests share (ADX assembly and IFMA vectors alike): the edge values of
-/// the Montgomery arithmetic and random canonical elements.
-#[cfg(test)]
+/// the Montgomery arithmetic and random canonical elements. Only x86_64 has those kernels.
+#[cfg(all(test, target_arch = "x86_64"))]
 pub(crate) mod test_values {
     use super::{Fr, MODULUS};
     use proptest::prelude::*;

@@ -218,7 +218,6 @@ impl Session {
         nonce: u64,
         required: Option<U256>,
     ) -> Result<HashRecord, MineError> {
-        let proof = self.hash(shard_idx, randao, nonce)?;
         let files_miner = self
             .miner
             .shards()
@@ -226,6 +225,7 @@ impl Session {
             .find(|s| s.geometry.shard_idx == shard_idx)
             .map(|s| s.miner)
             .ok_or(MineError::UnknownShard(shard_idx))?;
+        let proof = self.hash(shard_idx, randao, nonce)?;
         let miner = self.miner.config().miner.unwrap_or(files_miner);
         Ok(HashRecord::new(proof, shard_idx, miner, *randao, required))
     }

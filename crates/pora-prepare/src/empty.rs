@@ -33,8 +33,6 @@ const BATCH_KVS: usize = 16;
 const SYNC_EVERY_KVS: usize = 2048;
 /// Filled KVs re-checked by a resumed fill before continuing.
 const RECHECK_KVS: usize = 32;
-/// Byte offset of the header's status field.
-const STATUS_AT: usize = STATUS_OFFSET as usize;
 
 /// The options only the empty fill has.
 #[derive(Clone, Debug, Default)]
@@ -356,8 +354,9 @@ fn read_header(file: &mut File, path: &Path, what: &str) -> Result<Header> {
     // An interrupted fill has status "incomplete", which the parser rejects on purpose; here it
     // is expected, so parse a copy marked ready. (A file too short for a header is the
     // parser's `Truncated`.)
-    if buf.get(STATUS_AT..STATUS_AT + 8) == Some(&STATUS_INCOMPLETE.to_be_bytes()[..]) {
-        buf[STATUS_AT..STATUS_AT + 8].copy_from_slice(&STATUS_READY.to_be_bytes());
+    let status = STATUS_OFFSET as usize..STATUS_OFFSET as usize + 8;
+    if buf.get(status.clone()) == Some(&STATUS_INCOMPLETE.to_be_bytes()[..]) {
+        buf[status].copy_from_slice(&STATUS_READY.to_be_bytes());
     }
     Ok(Header::parse(path, &buf)?)
 }

@@ -95,6 +95,12 @@ done
 step "cargo test --target $WIN_TARGET -p pora-io (unit, conformance and Windows method tests, under Wine)"
 cargo test --target "$WIN_TARGET" -p pora-io || fail "pora-io tests failed under Wine"
 
+step "cargo test --target $WIN_TARGET -p pora-mine --test switching (auto's switch between slots: every Windows method in turn, identical results, under Wine)"
+cargo clippy --no-deps --target "$WIN_TARGET" -p pora-mine --all-targets -- -D warnings \
+    || fail "clippy found problems in pora-mine's Windows build"
+cargo test --target "$WIN_TARGET" -p pora-mine --test switching -- --nocapture \
+    || fail "pora-mine switching tests failed under Wine"
+
 step "cargo test --target $WIN_TARGET -p pora --test windows_cli (pora hash vectors, pora mine per method)"
 cargo test --target "$WIN_TARGET" -p pora --test windows_cli -- --nocapture || fail "pora CLI tests failed under Wine"
 

@@ -56,13 +56,17 @@ type ShardSlot struct {
 	Method             string  `json:"method"`
 	Threads            int     `json:"threads"`
 	Depth              int     `json:"depth"`
-	Device             *string `json:"device"` // the shard's device pool; nil when unknown
-	IOErrors           uint64  `json:"ioErrors"`
-	ChangedDuringSlot  uint64  `json:"changedDuringSlot"`
-	Bottleneck         string  `json:"bottleneck"`
-	IOWaitFraction     float64 `json:"ioWaitFraction"`
-	CPUBusyFraction    float64 `json:"cpuBusyFraction"`
-	Interrupted        bool    `json:"interrupted"`
+	// Why says where the method came from (for `auto`, the slot's decision); Steering is
+	// that decision in full, nil when the method was given.
+	Why               string    `json:"why"`
+	Steering          *Steering `json:"steering"`
+	Device            *string   `json:"device"` // the shard's device pool; nil when unknown
+	IOErrors          uint64    `json:"ioErrors"`
+	ChangedDuringSlot uint64    `json:"changedDuringSlot"`
+	Bottleneck        string    `json:"bottleneck"`
+	IOWaitFraction    float64   `json:"ioWaitFraction"`
+	CPUBusyFraction   float64   `json:"cpuBusyFraction"`
+	Interrupted       bool      `json:"interrupted"`
 	// LeakedBackends are the backends this process gave up on so far (reads stuck in a dead
 	// device's kernel queue): 0 on a healthy device.
 	LeakedBackends uint64       `json:"leakedBackends"`

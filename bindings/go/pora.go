@@ -149,6 +149,8 @@ type Choice struct {
 	Shards []uint64 `json:"shards"`
 	// IO describes the opened backend (method, alignment, ring features).
 	IO string `json:"io"`
+	// Steering is how `auto` chose; nil when the method was given.
+	Steering *Steering `json:"steering"`
 }
 
 // ShardInfo is one opened shard: its index, data files, miner and size.

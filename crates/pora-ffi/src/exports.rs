@@ -189,7 +189,7 @@ pub unsafe extern "C" fn pora_mine_slot(
             ));
         }
         let choices = set.session.choices();
-        json(&SlotRecord::new(params.slot_number, &report, choices))
+        json(&SlotRecord::new(params.slot_number, &report, &choices))
     })
 }
 

@@ -626,7 +626,7 @@ fn assert_open_record(info: &str) {
     let shard = ["files", "kvEntriesBits", "kvSizeBits", "miner", "shard"];
     assert_eq!(keys(&v["shards"][0]), shard, "{info}");
     let choice = [
-        "depth", "device", "io", "method", "profile", "shards", "threads", "why",
+        "depth", "device", "io", "method", "profile", "shards", "steering", "threads", "why",
     ];
     assert_eq!(keys(&v["choice"]), choice, "{info}");
     assert_eq!(v["choices"][0], v["choice"], "{info}");

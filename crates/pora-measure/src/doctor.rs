@@ -104,6 +104,7 @@ impl Report {
         all.extend(files.iter().flat_map(|f| windows_findings(f)));
         all.push(shard_finding(files, kv_entries_bits));
         all.extend(profile_findings(files));
+        all.push(steady_state_finding(files));
         Ok(Report {
             findings: all,
             files: facts,
@@ -591,6 +592,86 @@ pub fn profile_finding(files: &[PathBuf]) -> Finding {
         }
         Err(e) => finding("profile", Severity::Warn, format!("{e:#}"), rerun),
     }
+}
+
+/// The shard's size against the memory its page cache can grow into (MemAvailable within the
+/// cgroup's limit), and what `auto` expects of the first slot and of the steady state (issue
+/// 28): the same model and facts `pora mine` decides with before every slot.
+pub fn steady_state_finding(files: &[PathBuf]) -> Finding {
+    let profiled = match profile::lookup(files, None) {
+        Ok(profile::Lookup::Use { profile: p, .. }) => profile_rates(&p),
+        _ => Vec::new(),
+    };
+    let o = pora_mine::session::outlook(files, &profiled);
+    let Some(room) = &o.room else {
+        return finding(
+            "steady-state",
+            Severity::Info,
+            format!(
+                "shard {}; the memory the page cache can use is unknown here, so `auto` measures buffered and unbuffered reads for a slot each and keeps the faster",
+                bytes(o.file_bytes)
+            ),
+            None,
+        );
+    };
+    let limit = match room.cgroup_limit_bytes {
+        Some(l) => format!("cgroup limit {}, ", bytes(l)),
+        None => String::new(),
+    };
+    let cached = o
+        .cached_fraction
+        .map_or("unknown".to_string(), |c| format!("{:.0}%", c * 100.0));
+    let forecasts: Vec<String> = o
+        .decision
+        .forecasts
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {:.0}% first slot / {:.0}% steady",
+                f.method,
+                f.predicted_mining_power * 100.0,
+                f.predicted_steady_mining_power * 100.0
+            )
+        })
+        .collect();
+    let ratio = o.file_bytes as f64 / room.room_bytes.max(1) as f64;
+    let msg = format!(
+        "shard {} against {} the page cache can grow into ({limit}MemAvailable {}): {} cached now; `auto` starts with {} and re-decides before every slot; forecast ({} device reads/s): {}",
+        bytes(o.file_bytes),
+        bytes(room.room_bytes),
+        bytes(room.mem_available_bytes),
+        cached,
+        o.decision.candidate.method,
+        if profiled.is_empty() { "assumed until measured" } else { "the profile's" },
+        forecasts.join(", ")
+    );
+    if ratio > 1.0 {
+        let hit = 100.0 / ratio;
+        return finding(
+            "steady-state",
+            Severity::Info,
+            format!("{msg}; the shard is {ratio:.1}x that memory, so at most {hit:.0}% of reads can hit the cache"),
+            Some("more memory (or a higher cgroup limit) raises the steady state; `auto` weighs buffered reads (the hits) against unbuffered ones slot by slot".into()),
+        );
+    }
+    finding(
+        "steady-state",
+        Severity::Ok,
+        format!("{msg}; the whole shard fits"),
+        None,
+    )
+}
+
+/// A profile's cold samples/s per method, its chosen method first.
+pub fn profile_rates(p: &profile::Profile) -> Vec<(pora_io::Method, f64)> {
+    std::iter::once((p.method, p.measured.samples_per_sec))
+        .chain(
+            p.measured
+                .by_method
+                .iter()
+                .map(|r| (r.method, r.samples_per_sec)),
+        )
+        .collect()
 }
 
 fn join(files: &[PathBuf]) -> String {

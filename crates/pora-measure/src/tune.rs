@@ -469,6 +469,41 @@ pub fn spread_trusted(knee: &ArmStats) -> bool {
     knee.cv() <= CV_TRUST && knee.trials.len() >= 2
 }
 
+/// The best mean cold samples/s of every method the sweep measured, fastest first.
+pub fn best_by_method(o: &TuneOutcome) -> Vec<pora_mine::profile::MethodRate> {
+    let mut best: Vec<pora_mine::profile::MethodRate> = Vec::new();
+    for a in o.sweep.arms.iter().filter(|a| !a.trials.is_empty()) {
+        let rate = a.mean();
+        match best.iter_mut().find(|b| b.method == a.arm.method) {
+            Some(b) if b.samples_per_sec >= rate => {}
+            Some(b) => b.samples_per_sec = rate,
+            None => best.push(pora_mine::profile::MethodRate {
+                method: a.arm.method,
+                samples_per_sec: rate,
+            }),
+        }
+    }
+    best.sort_by(|a, b| b.samples_per_sec.total_cmp(&a.samples_per_sec));
+    best
+}
+
+/// What `auto` forecasts for `files` with the rates this run measured: the first (cold) slot
+/// and the steady state once the page cache has settled, with the memory there is now.
+pub fn steady_outlook(
+    o: &TuneOutcome,
+    c: &Choice,
+    files: &[PathBuf],
+) -> pora_mine::session::FilesOutlook {
+    let rates: Vec<(pora_io::Method, f64)> = std::iter::once((c.knee.arm.method, c.knee.mean()))
+        .chain(
+            best_by_method(o)
+                .iter()
+                .map(|r| (r.method, r.samples_per_sec)),
+        )
+        .collect();
+    pora_mine::session::outlook(files, &rates)
+}
+
 /// The profile `pora mine` loads for `files`, from the knee of a finished run.
 pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBuf]) -> Profile {
     let (created, created_unix_sec) = profile::now_rfc3339();
@@ -487,6 +522,10 @@ pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBu
             latency_us_p99: o.knee_latency.as_ref().map(|l| l.latency_us_p99),
             device_ceiling_iops: o.ceiling.as_ref().map(|x| x.iops),
             predicted_mining_power: p.power,
+            by_method: best_by_method(o),
+            predicted_steady_mining_power: Some(
+                steady_outlook(o, c, files).decision.predicted.steady,
+            ),
         },
         fingerprint: profile::fingerprint(files),
     }

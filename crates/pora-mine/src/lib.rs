@@ -35,6 +35,7 @@ pub mod profile;
 pub mod records;
 pub mod session;
 mod slot;
+pub mod steer;
 mod verify;
 mod worker;
 
@@ -254,6 +255,40 @@ pub struct Pool {
     pub depth: usize,
 }
 
+/// A pool's reading side: its factory, knobs and the worker backends opened from them. A
+/// session keeps the ones it switched away from, so switching back between slots reopens
+/// nothing ([`Miner::swap_io`]).
+pub struct PoolIo {
+    pub factory: Arc<dyn BackendFactory>,
+    pub threads: usize,
+    pub depth: usize,
+    backends: Vec<Box<dyn Backend>>,
+}
+
+impl PoolIo {
+    /// Opens `threads` worker backends of `depth` reads in flight each from `factory`.
+    pub fn open(
+        factory: Arc<dyn BackendFactory>,
+        threads: usize,
+        depth: usize,
+    ) -> Result<PoolIo, MineError> {
+        let backends = (0..threads)
+            .map(|_| factory.worker(depth))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PoolIo {
+            factory,
+            threads,
+            depth,
+            backends,
+        })
+    }
+
+    /// The method its factory reads with.
+    pub fn method(&self) -> pora_io::Method {
+        self.factory.method()
+    }
+}
+
 /// A pool as the slot runs it.
 pub(crate) struct PoolState {
     pub factory: Arc<dyn BackendFactory>,
@@ -263,22 +298,25 @@ pub(crate) struct PoolState {
     pub shards: Range<usize>,
     /// Index in [`Miner::paths`] of the pool's first file: the factory's file 0.
     pub first_file: u32,
+    /// Its workers' backends, one per thread.
+    pub backends: Vec<Box<dyn Backend>>,
 }
 
 /// A configured miner over a set of shards and one opened backend factory per device pool.
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
-/// abandoned at its deadline are drained before the next slot starts its clock.
+/// abandoned at its deadline are drained before the next slot starts its clock. Between slots a
+/// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
+/// cache changes what reads fastest.
 pub struct Miner {
     shards: Vec<ShardSet>,
     config: MineConfig,
-    pools: Vec<PoolState>,
+    /// The pools with their backends (also the "one slot at a time" lock).
+    pools: Mutex<Vec<PoolState>>,
     plans: Vec<plan::ShardPlan>,
     /// Index of each shard's first file in [`Miner::paths`].
     file_bases: Vec<u32>,
     paths: Vec<PathBuf>,
-    /// Per pool, its workers' backends (also the "one slot at a time" lock).
-    backends: Mutex<Vec<Vec<Box<dyn Backend>>>>,
     verifier: Mutex<verify::Verifier>,
 }
 
@@ -331,21 +369,60 @@ impl Miner {
             .zip(&file_bases)
             .map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner))
             .collect();
-        let backends = pools
-            .iter()
-            .map(|p| (0..p.threads).map(|_| p.factory.worker(p.depth)).collect())
-            .collect::<Result<Vec<Vec<_>>, _>>()?;
         let verifier = verify::Verifier::new(paths.clone())?;
         Ok(Miner {
             verifier: Mutex::new(verifier),
             shards,
             config,
-            pools,
+            pools: Mutex::new(pools),
             plans,
             file_bases,
             paths,
-            backends: Mutex::new(backends),
         })
+    }
+
+    /// How many device pools the miner has.
+    pub fn pool_count(&self) -> usize {
+        self.lock_pools().len()
+    }
+
+    /// Replaces pool `pool`'s reading side with `io` (opened over exactly the pool's files, in
+    /// [`Miner::paths`] order) and returns the one it had, to be kept for a later switch back.
+    /// Between slots only: [`MineError::Busy`] while a slot runs. A slot's results never depend
+    /// on the reading side, only its speed does.
+    pub fn swap_io(&self, pool: usize, io: PoolIo) -> Result<PoolIo, MineError> {
+        let mut pools = match self.pools.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(MineError::Busy),
+        };
+        let count = pools.len();
+        let state = pools.get_mut(pool).ok_or_else(|| {
+            MineError::config(
+                Input::Pools,
+                format!("pool {pool}"),
+                format!("the miner has {count}"),
+            )
+        })?;
+        let knobs = MineConfig {
+            threads: io.threads,
+            depth: io.depth,
+            ..self.config.clone()
+        };
+        config::validate(&knobs, state.shards.len())?;
+        let old = PoolIo {
+            factory: std::mem::replace(&mut state.factory, io.factory),
+            threads: std::mem::replace(&mut state.threads, io.threads),
+            depth: std::mem::replace(&mut state.depth, io.depth),
+            backends: std::mem::replace(&mut state.backends, io.backends),
+        };
+        Ok(old)
+    }
+
+    fn lock_pools(&self) -> std::sync::MutexGuard<'_, Vec<PoolState>> {
+        self.pools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The configuration this miner runs with.
@@ -356,7 +433,8 @@ impl Miner {
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per
     /// pool, joined by "; ".
     pub fn describe_io(&self) -> String {
-        let each: Vec<String> = self.pools.iter().map(|p| p.factory.describe()).collect();
+        let pools = self.lock_pools();
+        let each: Vec<String> = pools.iter().map(|p| p.factory.describe()).collect();
         each.join("; ")
     }
 
@@ -438,12 +516,14 @@ fn pool_states(
             )
         })?;
         start = shards.end;
+        let io = PoolIo::open(pool.factory, pool.threads, pool.depth)?;
         states.push(PoolState {
-            factory: pool.factory,
-            threads: pool.threads,
-            depth: pool.depth,
+            factory: io.factory,
+            threads: io.threads,
+            depth: io.depth,
             shards,
             first_file,
+            backends: io.backends,
         });
     }
     if start != file_bases.len() {

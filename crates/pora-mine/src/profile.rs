@@ -63,8 +63,23 @@ pub struct Measured {
     pub latency_us_p99: Option<f64>,
     /// Raw random-read ceiling of the device measured in the same run.
     pub device_ceiling_iops: Option<f64>,
-    /// Expected mining power per shard (0..1).
+    /// Expected mining power per shard (0..1), cold.
     pub predicted_mining_power: f64,
+    /// The best cold samples/s each method reached in the sweep: what `auto`'s model starts
+    /// from for each read path (issue 28). Absent in profiles written before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_method: Vec<MethodRate>,
+    /// `auto`'s forecast once the page cache has settled, with the memory there was at tuning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_steady_mining_power: Option<f64>,
+}
+
+/// One method's best cold samples/s in a tune sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MethodRate {
+    pub method: Method,
+    pub samples_per_sec: f64,
 }
 
 /// Identity of the files and of what they sit on; a profile is valid only for the same.
@@ -314,6 +329,17 @@ mod tests {
                 latency_us_p99: Some(812.25),
                 device_ceiling_iops: None,
                 predicted_mining_power: 0.70642,
+                by_method: vec![
+                    MethodRate {
+                        method: Method::UringDirect,
+                        samples_per_sec: 123_456.5,
+                    },
+                    MethodRate {
+                        method: Method::Uring,
+                        samples_per_sec: 101_000.0,
+                    },
+                ],
+                predicted_steady_mining_power: Some(1.0),
             },
             fingerprint: fingerprint(std::slice::from_ref(&file)),
         };

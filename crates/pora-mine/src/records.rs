@@ -3,7 +3,7 @@
 //! Field names are camelCase; 256-bit values are 0x-hex (hashes) or decimal strings
 //! (`requiredDiff`), as es-node's tools print them.
 
-use crate::session::{choice_for, Choice, Session};
+use crate::session::{choice_for, Choice, Session, SteeringRecord};
 use crate::{Bottleneck, ShardSlotReport, SlotReport};
 use pora_core::difficulty::meets;
 use pora_core::{Address, NonceProof, H256, U256};
@@ -22,6 +22,10 @@ pub struct ShardSlotRecord {
     pub method: Method,
     pub threads: usize,
     pub depth: usize,
+    /// Where the method and knobs came from, one phrase (for `auto`, the slot's decision).
+    pub why: String,
+    /// How `auto` decided this slot's method; `null` when the method was given.
+    pub steering: Option<SteeringRecord>,
     /// The device the shard's pool reads (`vda`, or `major:minor` for tmpfs); `null` when the
     /// OS does not tell.
     pub device: Option<String>,
@@ -48,6 +52,8 @@ impl ShardSlotRecord {
                 method: choice.method,
                 threads: choice.threads,
                 depth: choice.depth,
+                why: choice.why.clone(),
+                steering: choice.steering.clone(),
                 device: choice.device.clone(),
                 bottleneck: report.bottleneck,
                 io_wait_fraction: report.io_wait_fraction,
@@ -136,9 +142,9 @@ pub struct SessionRecord<'a> {
     /// (the given order when all sit on one device).
     pub shards: Vec<ShardRecord>,
     /// The first device's choice (the only one when all shards sit on one device).
-    pub choice: &'a Choice,
+    pub choice: Choice,
     /// One choice per device, each naming its device and shards.
-    pub choices: &'a [Choice],
+    pub choices: Vec<Choice>,
     pub random_checks: u32,
     /// Things the user should know about how the session was opened, one line each.
     pub notes: &'a [String],
@@ -158,11 +164,12 @@ impl<'a> SessionRecord<'a> {
                 kv_size_bits: s.geometry.kv_size_bits,
             })
             .collect();
+        let choices = session.choices();
         SessionRecord {
             shards,
             // A session opens only with at least one shard, so with at least one choice.
-            choice: &session.choices()[0],
-            choices: session.choices(),
+            choice: choices[0].clone(),
+            choices,
             random_checks: miner.config().random_checks,
             notes: session.notes(),
         }

@@ -16,7 +16,6 @@ use crate::{
     SlotRequest,
 };
 use pora_core::difficulty::meets;
-use pora_io::Backend;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -35,24 +34,18 @@ pub fn mine_slot(
 ) -> Result<SlotReport, MineError> {
     let config = &miner.config;
     let randao = &request.randao;
-    let mut backends = match miner.backends.try_lock() {
+    let mut pools = match miner.pools.try_lock() {
         Ok(guard) => guard,
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
     };
-    for (pool, pool_backends) in miner.pools.iter().zip(backends.iter_mut()) {
-        for backend in pool_backends.iter_mut() {
-            drain_stale(pool, backend)?;
-        }
+    for pool in pools.iter_mut() {
+        drain_stale(pool)?;
     }
     let shards = miner.plans.len();
     let overlays = shard_overlays(miner, request)?;
     let nonce_count = request.nonces.end - request.nonces.start;
-    let chains: u64 = miner
-        .pools
-        .iter()
-        .map(|p| (p.threads * p.depth) as u64)
-        .sum();
+    let chains: u64 = pools.iter().map(|p| (p.threads * p.depth) as u64).sum();
     let start = Instant::now();
     let shared = SlotShared {
         plans: &miner.plans,
@@ -78,15 +71,13 @@ pub fn mine_slot(
     };
     let results: Vec<Result<WorkerOutcome, MineError>> = std::thread::scope(|scope| {
         let shared = &shared;
-        let handles: Vec<_> = miner
-            .pools
-            .iter()
-            .zip(backends.iter_mut())
-            .flat_map(|(pool, pool_backends)| {
-                pool_backends
-                    .iter_mut()
-                    .enumerate()
-                    .map(move |(index, backend)| (Lane::new(pool, index), backend))
+        let handles: Vec<_> = pools
+            .iter_mut()
+            .flat_map(|pool| {
+                let lanes: Vec<Lane> = (0..pool.backends.len())
+                    .map(|index| Lane::new(pool, index))
+                    .collect();
+                lanes.into_iter().zip(pool.backends.iter_mut())
             })
             .map(|(lane, backend)| scope.spawn(move || worker::run(backend.as_mut(), shared, lane)))
             .collect();
@@ -99,7 +90,7 @@ pub fn mine_slot(
             .collect()
     });
     let ended = Instant::now();
-    drop(backends);
+    drop(pools);
     let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut report = summarize(
         miner,
@@ -128,12 +119,14 @@ fn shard_overlays(miner: &Miner, request: &SlotRequest) -> Result<Vec<ShardOverl
 /// Cancels (and discards) reads a previous slot abandoned, so no stale completion reaches the
 /// next slot's chains; a backend whose reads are still in the kernel after the bounded wait is
 /// replaced (the old one is leaked by pora-io rather than waited for: `pora_io::leaked_backends`).
-fn drain_stale(pool: &PoolState, backend: &mut Box<dyn Backend>) -> Result<(), MineError> {
-    if backend.in_flight() == 0 {
-        return Ok(());
-    }
-    if !backend.cancel_all(DRAIN_TIMEOUT).is_idle() {
-        *backend = pool.factory.worker(pool.depth)?;
+fn drain_stale(pool: &mut PoolState) -> Result<(), MineError> {
+    for backend in pool.backends.iter_mut() {
+        if backend.in_flight() == 0 {
+            continue;
+        }
+        if !backend.cancel_all(DRAIN_TIMEOUT).is_idle() {
+            *backend = pool.factory.worker(pool.depth)?;
+        }
     }
     Ok(())
 }

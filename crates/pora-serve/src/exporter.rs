@@ -22,7 +22,7 @@ impl MetricsExporter {
     /// Serves `GET /metrics` and `GET /healthz` for `session`'s shards on `listen`. The metrics
     /// are read-only, so any address is accepted (a Prometheus server elsewhere may scrape).
     pub fn start(listen: SocketAddr, session: &Session) -> Result<MetricsExporter, ServeError> {
-        let metrics = Arc::new(Metrics::new(session.choices())?);
+        let metrics = Arc::new(Metrics::new(&session.choices())?);
         let mut config = ServerConfig::new(listen);
         config.access = Access::Open;
         let server = Server::metrics_only(config, metrics.clone())?;
@@ -55,7 +55,7 @@ impl MetricsExporter {
 
     /// Adds one finished slot of `session`.
     pub fn record_slot(&self, report: &SlotReport, session: &Session) {
-        self.metrics.record_slot(report, session.choices());
+        self.metrics.record_slot(report, &session.choices());
     }
 }
 

@@ -50,6 +50,12 @@ pub struct Metrics {
     leaked_backends: IntGauge,
     rpc_requests: IntCounterVec,
     last_slot_timestamp: Gauge,
+    /// `auto` between slots (issue 28), labelled by device.
+    cached_ratio: GaugeVec,
+    hit_ratio: GaugeVec,
+    predicted_mining_power: GaugeVec,
+    method_switches: IntCounterVec,
+    exploring_slots: IntCounterVec,
 }
 
 impl Metrics {
@@ -138,6 +144,37 @@ impl Metrics {
                 "pora_last_slot_timestamp_seconds",
                 "Unix time at which the last mining slot ended.",
             )?,
+            cached_ratio: GaugeVec::new(
+                Opts::new(
+                    "pora_page_cache_cached_ratio",
+                    "Share of the device's shards in the page cache when the last slot started (auto only), 0 to 1.",
+                ),
+                &["device"],
+            )?,
+            hit_ratio: GaugeVec::new(
+                Opts::new(
+                    "pora_page_cache_hit_ratio",
+                    "Share of the last slot's sample reads served by the page cache (auto only; 0 for unbuffered methods), 0 to 1.",
+                ),
+                &["device"],
+            )?,
+            predicted_mining_power: GaugeVec::new(
+                Opts::new(
+                    "pora_predicted_mining_power_ratio",
+                    "auto's forecast for the method it chose: the last slot (horizon=slot) and once the page cache has settled (horizon=steady), 0 to 1.",
+                ),
+                &["device", "horizon"],
+            )?,
+            method_switches: counter(
+                "pora_method_switches_total",
+                "Times auto changed a device's access method between slots.",
+                &["device"],
+            )?,
+            exploring_slots: counter(
+                "pora_exploring_slots_total",
+                "Slots auto ran on a method only to measure it (the model could not tell the candidates apart).",
+                &["device"],
+            )?,
             registry,
         };
         for c in [
@@ -147,12 +184,20 @@ impl Metrics {
             Box::new(m.slot_running.clone()),
             Box::new(m.leaked_backends.clone()),
             Box::new(m.last_slot_timestamp.clone()),
+            Box::new(m.cached_ratio.clone()),
+            Box::new(m.hit_ratio.clone()),
+            Box::new(m.predicted_mining_power.clone()),
         ] {
             m.registry.register(c)?;
         }
         m.register_build_info()?;
         for choice in choices {
             m.create_series(&choice.shards, choice.method);
+            if choice.steering.is_some() {
+                let device = device_label(choice);
+                m.method_switches.with_label_values(&[&device]);
+                m.exploring_slots.with_label_values(&[&device]);
+            }
         }
         Ok(m)
     }
@@ -231,8 +276,37 @@ impl Metrics {
                     .with_label_values(&[&choice.method.to_string()])
                     .observe(latency);
             }
+            self.record_steering(choice);
         }
         self.slot_ended();
+    }
+
+    /// What `auto` decided and measured for the slot of `choice`'s device.
+    fn record_steering(&self, choice: &Choice) {
+        let Some(steering) = &choice.steering else {
+            return;
+        };
+        let device = device_label(choice);
+        self.cached_ratio
+            .with_label_values(&[&device])
+            .set(steering.cached_fraction);
+        if let Some(hit) = steering.hit_ratio {
+            self.hit_ratio.with_label_values(&[&device]).set(hit);
+        }
+        for (horizon, value) in [
+            ("slot", steering.predicted_mining_power),
+            ("steady", steering.predicted_steady_mining_power),
+        ] {
+            self.predicted_mining_power
+                .with_label_values(&[&device, horizon])
+                .set(value);
+        }
+        if steering.switched_from.is_some() {
+            self.method_switches.with_label_values(&[&device]).inc();
+        }
+        if steering.exploring {
+            self.exploring_slots.with_label_values(&[&device]).inc();
+        }
     }
 
     /// Counts a slot that failed with an error.
@@ -268,6 +342,11 @@ impl Metrics {
         }
         out
     }
+}
+
+/// The `device` label: the pool's device, `unknown` where the OS does not tell.
+fn device_label(choice: &Choice) -> String {
+    choice.device.clone().unwrap_or_else(|| "unknown".into())
 }
 
 /// `pora_slots_total`'s outcome of a finished slot.
@@ -354,6 +433,7 @@ mod tests {
             device: None,
             shards: vec![3, 4],
             io: String::new(),
+            steering: None,
         }
     }
 

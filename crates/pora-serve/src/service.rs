@@ -100,7 +100,7 @@ pub struct Service {
 impl Service {
     /// Serves `session`, with fresh metrics for its shards.
     pub fn new(session: Session) -> Result<Arc<Service>, ServeError> {
-        let metrics = Arc::new(Metrics::new(session.choices())?);
+        let metrics = Arc::new(Metrics::new(&session.choices())?);
         Ok(Arc::new(Service {
             paths: Miner::paths(session.miner().shards()),
             session,
@@ -167,8 +167,8 @@ impl Service {
             .inspect_err(|_| {
                 self.metrics.record_slot_error();
             })?;
-        self.metrics.record_slot(&report, self.session.choices());
-        let answer = SlotRecord::new(slot, &report, self.session.choices());
+        self.metrics.record_slot(&report, &self.session.choices());
+        let answer = SlotRecord::new(slot, &report, &self.session.choices());
         self.state().last = Some(answer.clone());
         Ok(answer)
     }

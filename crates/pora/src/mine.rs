@@ -128,7 +128,11 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         if let Some(m) = &metrics {
             m.record_slot(&report, &session);
         }
-        print_report(slot, &report, session.choices(), args.find, args.json)?;
+        let choices = session.choices();
+        if !args.json {
+            print_switches(slot, &choices);
+        }
+        print_report(slot, &report, &choices, args.find, args.json)?;
         if report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
             return Ok(crate::signals::interrupted());
@@ -146,6 +150,23 @@ fn slot_randao(args: &MineArgs, slot: u64) -> H256 {
             &args.seed.to_be_bytes(),
             &slot.to_be_bytes(),
         ])),
+    }
+}
+
+/// One line per device whose method `auto` changed for this slot, with the reason.
+fn print_switches(slot: u64, choices: &[Choice]) {
+    for choice in choices {
+        let Some(steering) = &choice.steering else {
+            continue;
+        };
+        let Some(from) = steering.switched_from else {
+            continue;
+        };
+        let device = choice.device.as_deref().unwrap_or("unknown");
+        eprintln!(
+            "pora mine: slot {slot}, device {device}: switched {from} -> {} {}x{} in {:.1} ms ({})",
+            choice.method, choice.threads, choice.depth, steering.switch_ms, choice.why
+        );
     }
 }
 

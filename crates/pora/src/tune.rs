@@ -124,6 +124,8 @@ struct DeviceTune {
     outcome: TuneOutcome,
     prediction: Prediction,
     written: Option<PathBuf>,
+    /// `auto`'s forecast with the measured rates: first slot and steady state (issue 28).
+    steady: Option<pora_mine::session::FilesOutlook>,
 }
 
 /// Tunes `shards` (all on one device) within `budget` seconds and writes their profile beside
@@ -168,11 +170,16 @@ fn tune_device(
         }
         _ => None,
     };
+    let steady = outcome
+        .choice
+        .as_ref()
+        .map(|c| tune::steady_outlook(&outcome, c, &files));
     Ok(DeviceTune {
         label: None,
         outcome,
         prediction,
         written,
+        steady,
     })
 }
 
@@ -246,6 +253,9 @@ fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
                 println!("== {label}");
             }
             print_report(&d.outcome, &d.prediction, d.written.as_deref());
+            if let Some(o) = &d.steady {
+                print_steady(o);
+            }
         }
     }
     if devices.iter().any(|d| d.outcome.interrupted) {
@@ -302,6 +312,30 @@ fn print_event(event: Event) {
             a.trials.len()
         ),
         _ => {}
+    }
+}
+
+/// `auto`'s forecast between slots with the rates just measured: the cold slot is what the
+/// prediction above says of one method; the page cache changes the slots after it.
+fn print_steady(o: &pora_mine::session::FilesOutlook) {
+    let room = o.room.as_ref().map_or("unknown memory".to_string(), |r| {
+        format!(
+            "{:.1} GiB the page cache can grow into",
+            r.room_bytes as f64 / (1u64 << 30) as f64
+        )
+    });
+    println!(
+        "steady state: shard {:.1} GiB, {room}; `auto` starts with {} and re-decides before every slot:",
+        o.file_bytes as f64 / (1u64 << 30) as f64,
+        o.decision.candidate.method
+    );
+    for f in &o.decision.forecasts {
+        println!(
+            "  {}: {:.1}% the first (cold) slot, {:.1}% once the cache has settled",
+            f.method,
+            f.predicted_mining_power * 100.0,
+            f.predicted_steady_mining_power * 100.0
+        );
     }
 }
 

@@ -43,8 +43,8 @@ const STATUS_KEYS: [&str; 10] = [
     "lastSlot",
 ];
 /// The keys of a session record's `choice` (and of each of its `choices`).
-const CHOICE_KEYS: [&str; 8] = [
-    "method", "threads", "depth", "profile", "why", "device", "shards", "io",
+const CHOICE_KEYS: [&str; 9] = [
+    "method", "threads", "depth", "profile", "why", "device", "shards", "io", "steering",
 ];
 /// The keys of a session record's shard.
 const SHARD_KEYS: [&str; 5] = ["shard", "files", "miner", "kvEntriesBits", "kvSizeBits"];
@@ -1036,4 +1036,49 @@ fn mine_metrics_listen_exports_while_mining() {
     };
     assert_eq!(status, 404);
     assert!(child.wait().unwrap().success());
+}
+
+/// With `auto` (no `--method`), every slot's answer names how `auto` decided (issue 28) and the
+/// metrics carry the page cache's share, the hit ratio, the forecast and the switch counters of
+/// the shard's device.
+#[test]
+fn auto_answers_its_decision_and_exports_the_steering_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::file(&create(dir.path(), 0), &[]);
+    let answer = served.result("pora_mineSlot", mine_params(0, 64, 10_000));
+    let shard = &answer["shards"][0];
+    let steering = &shard["steering"];
+    assert!(steering.is_object(), "{answer}");
+    assert!(
+        shard["why"].as_str().unwrap().starts_with("auto"),
+        "{answer}"
+    );
+    let candidates = steering["candidates"].as_array().unwrap();
+    assert!(
+        candidates.iter().any(|c| c["method"] == shard["method"]),
+        "{answer}"
+    );
+    let device = shard["device"].as_str().unwrap_or("unknown").to_string();
+    let (code, text) = served.get("/metrics");
+    assert_eq!(code, 200);
+    let labelled = |name: &str| format!("{name}{{device=\"{device}\"}}");
+    let cached = metric(&text, &labelled("pora_page_cache_cached_ratio"));
+    assert!((0.0..=1.0).contains(&cached), "{text}");
+    // Prometheus and JSON print floats with different digits: equal to 1e-9.
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(
+        close(cached, steering["cachedFraction"].as_f64().unwrap()),
+        "{text}"
+    );
+    assert_eq!(metric(&text, &labelled("pora_method_switches_total")), 0.0);
+    assert_eq!(metric(&text, &labelled("pora_exploring_slots_total")), 0.0);
+    let slot = metric(
+        &text,
+        &format!("pora_predicted_mining_power_ratio{{device=\"{device}\",horizon=\"slot\"}}"),
+    );
+    assert!(close(
+        slot,
+        steering["predictedMiningPower"].as_f64().unwrap()
+    ));
+    promtool_check(&text);
 }

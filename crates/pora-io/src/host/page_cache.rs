@@ -68,6 +68,16 @@ pub fn residency_sampled(path: &Path) -> Result<Residency, String> {
     Ok(scaled_residency(resident, checked, file_bytes))
 }
 
+/// How much of `path` is in the page cache now, as cheaply as the OS allows: `cachestat(2)`
+/// (Linux 6.5 and later: exact, one call for the whole file), else [`residency_sampled`]. What
+/// `auto` reads before every slot.
+pub fn residency_now(path: &Path) -> Result<Residency, String> {
+    match cachestat_bytes(path) {
+        Ok(Some(r)) => Ok(r),
+        _ => residency_sampled(path),
+    }
+}
+
 fn file_len(path: &Path) -> Result<u64, String> {
     std::fs::metadata(path)
         .map(|m| m.len())
@@ -87,10 +97,10 @@ fn scaled_residency(resident: u64, checked: u64, file_bytes: u64) -> Residency {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{evict, resident_pages, resident_pages_sampled};
+pub use linux::{cachestat_bytes, evict, resident_pages, resident_pages_sampled};
 
 #[cfg(not(target_os = "linux"))]
-pub use other::{evict, resident_pages, resident_pages_sampled};
+pub use other::{cachestat_bytes, evict, resident_pages, resident_pages_sampled};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -106,6 +116,61 @@ mod linux {
 
     /// Bytes mapped at once while counting cached pages, so huge files need no huge vector.
     const MINCORE_WINDOW_BYTES: u64 = 1 << 30;
+
+    /// `cachestat(2)`'s number, the same on every architecture (the generic syscall table).
+    const SYS_CACHESTAT: libc::c_long = 451;
+
+    /// `struct cachestat_range` of the kernel's uapi.
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+
+    /// `struct cachestat` of the kernel's uapi.
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+
+    /// The cached bytes of the whole file by `cachestat(2)`; `Ok(None)` where the kernel has no
+    /// such call (before 6.5) or refuses it for this file (newer kernels ask the same rights as
+    /// mincore: owner, writer or CAP_SYS_ADMIN).
+    pub fn cachestat_bytes(path: &Path) -> Result<Option<super::Residency>, String> {
+        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file_bytes = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .len();
+        // len 0: from `off` to the end of the file.
+        let range = CachestatRange { off: 0, len: 0 };
+        let mut stat = Cachestat::default();
+        // SAFETY: cachestat reads `range` and writes `stat`, both live, correctly laid out
+        // (uapi) and owned by this frame; the descriptor is open for the call.
+        let rc = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                file.as_raw_fd(),
+                &range as *const CachestatRange,
+                &mut stat as *mut Cachestat,
+                0u32,
+            )
+        };
+        if rc != 0 {
+            return Ok(None);
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        Ok(Some(super::Residency {
+            cached_bytes: (stat.nr_cache * page).min(file_bytes),
+            file_bytes,
+        }))
+    }
 
     /// Drops `path`'s clean pages from the page cache and checks with `mincore` that none remain.
     pub fn evict(path: &Path) -> Result<Eviction, IoError> {
@@ -267,6 +332,10 @@ mod other {
         Err(Unknown(NOT_LINUX.into()))
     }
 
+    pub fn cachestat_bytes(_path: &Path) -> Result<Option<super::Residency>, String> {
+        Ok(None)
+    }
+
     pub fn resident_pages_sampled(
         _path: &Path,
         _windows: u64,
@@ -324,6 +393,19 @@ mod tests {
         assert_eq!(checked, 4 * (64 << 10) / page_bytes);
         // Just written: as resident in the sample as in the whole file.
         assert_eq!(resident == checked, full_resident == full_total);
+        // cachestat (where the kernel has it) and the sampled count agree on a cached file.
+        if let Some(exact) = cachestat_bytes(&path).expect("cachestat") {
+            assert_eq!(exact.file_bytes, 4 << 20);
+            assert_eq!(
+                exact.cached_bytes == exact.file_bytes,
+                full_resident == full_total
+            );
+        }
+        let now = residency_now(&path).expect("residency now");
+        assert_eq!(
+            now.cached_bytes == now.file_bytes,
+            full_resident == full_total
+        );
         // A file smaller than the sample is counted whole.
         assert_eq!(
             resident_pages_sampled(&path, 64, 1 << 20).expect("whole"),

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# steady-state.sh [FILE]: `auto` against the fixed methods over consecutive slots (issue 28).
+# Every run drops the page cache once, then mines SLOTS consecutive 12 s slots of 1,048,576
+# nonces with `pora mine --random-randao --slots N --json`; the methods run one after another,
+# the order rotating per round (ROUNDS, default 1). Scenarios (SCENARIOS, default all three):
+#   free   the machine's memory, 8 slots;
+#   2g     inside a memory cgroup limited to 2 GiB (a shard four times the memory), 10 slots;
+#   hog    inside a 10 GiB cgroup where another process takes and holds 6 GiB from slot 4
+#          (it starts allocating 3 slots after mining starts), 10 slots.
+# The cgroups are made by this script (cgroup v1 memory controller, root). Prints each run's
+# per-slot mining power, method and decision time, then the checks of issue 28 as ratios.
+# FILE defaults to $DEFAULT_SHARD (8 GiB, created when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+FILE=${1:-$DEFAULT_SHARD}
+ROUNDS=${ROUNDS:-1}
+SCENARIOS=${SCENARIOS:-free 2g hog}
+METHODS=${METHODS:-auto uring uring-direct}
+CG=/sys/fs/cgroup/memory
+ensure_pora
+ensure_random_shard "$FILE" "$KV_ENTRIES_BITS"
+[ -w "$CG" ] || { echo "steady-state.sh: $CG is not writable (needs root and cgroup v1 memory)" >&2; exit 1; }
+out=${OUT:-$(mktemp -d)}
+echo "results in $out" >&2
+
+make_cgroup() { # name limit_bytes
+  local dir=$CG/$1
+  [ -d "$dir" ] || mkdir "$dir"
+  echo 1 >"$dir/memory.force_empty" 2>/dev/null || true
+  echo "$2" >"$dir/memory.limit_in_bytes"
+  echo "$dir"
+}
+
+hog() { # cgroup_dir delay_sec bytes: joins the cgroup, waits, then takes and holds the memory
+  python3 - "$1" "$2" "$3" <<'PY' &
+import mmap, os, sys, time
+open(os.path.join(sys.argv[1], "cgroup.procs"), "w").write(str(os.getpid()))
+time.sleep(float(sys.argv[2]))
+size = int(sys.argv[3]); m = mmap.mmap(-1, size)
+for i in range(0, size, 4096): m[i] = 1
+print("hog: holding %d GiB" % (size >> 30), file=sys.stderr, flush=True)
+time.sleep(3600)
+PY
+  echo $!
+}
+
+run() { # scenario method slots
+  local scenario=$1 method=$2 slots=$3 log="$out/$1-$2-r$round.jsonl" cg="" hog_pid=""
+  evict "$FILE"
+  case $scenario in
+    2g) cg=$(make_cgroup pora-bench-2g $((2 << 30))) ;;
+    hog) cg=$(make_cgroup pora-bench-10g $((10 << 30))); hog_pid=$(hog "$cg" 36 $((6 << 30))) ;;
+  esac
+  # shellcheck disable=SC2086
+  (
+    [ -n "$cg" ] && echo $BASHPID >"$cg/cgroup.procs"
+    exec "$PORA" mine --file "$FILE" --method "$method" --random-randao --seed "$round" \
+      --slots "$slots" --json $PORA_ARGS
+  ) >"$log" 2>"$out/$1-$2-r$round.err"
+  [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null && wait "$hog_pid" 2>/dev/null || true
+  python3 - "$log" "$scenario" "$method" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+cells = []
+for r in rows:
+    s = r.get("steering") or {}
+    cells.append("%.2f%s" % (r["miningPower"], "" if r["miningPower"] < 1 else " in %.1fs" % r["elapsedSec"]))
+print("%-5s %-13s %s" % (sys.argv[2], sys.argv[3], " | ".join(cells)))
+for r in rows:
+    s = r.get("steering")
+    if s:
+        print("      slot %d: %s %dx%d cached %.2f cacheable %s hit %s predicted %.2f/%.2f decide %.1f ms switch %.1f ms%s" % (
+            r["slot"], r["method"], r["threads"], r["depth"], s["cachedFraction"],
+            "%.2f" % s["cacheableFraction"] if s["cacheableFraction"] is not None else "?",
+            "%.2f" % s["hitRatio"] if s["hitRatio"] is not None else "?",
+            s["predictedMiningPower"], s["predictedSteadyMiningPower"], s["decisionMs"], s["switchMs"],
+            " EXPLORING" if s["exploring"] else ""))
+PY
+}
+
+slots_of() { case $1 in free) echo 8 ;; *) echo 10 ;; esac; }
+
+for round in $(seq 1 "$ROUNDS"); do
+  for scenario in $SCENARIOS; do
+    # rotate the order of methods per round
+    read -ra ms <<<"$METHODS"
+    k=$(( (round - 1) % ${#ms[@]} ))
+    order=("${ms[@]:k}" "${ms[@]:0:k}")
+    for method in "${order[@]}"; do
+      run "$scenario" "$method" "$(slots_of "$scenario")"
+    done
+  done
+done | tee "$out/table.txt"
+
+python3 - "$out" "$SCENARIOS" <<'PY'
+import glob, json, os, statistics, sys
+out, scenarios = sys.argv[1], sys.argv[2].split()
+def power(scn, method):
+    runs = []
+    for f in sorted(glob.glob(os.path.join(out, "%s-%s-r*.jsonl" % (scn, method)))):
+        runs.append([json.loads(l)["miningPower"] for l in open(f)])
+    return runs
+for scn in scenarios:
+    a, u, d = power(scn, "auto"), power(scn, "uring"), power(scn, "uring-direct")
+    for i, (ra, ru, rd) in enumerate(zip(a, u, d)):
+        if scn == "free":
+            ratios = [x / max(y, z) for x, y, z in zip(ra, ru, rd)]
+            print("free  round %d: auto / best(uring, uring-direct) per slot: %s; min %.2f; auto from slot 3: %s" % (
+                i + 1, " ".join("%.2f" % r for r in ratios), min(ratios), " ".join("%.2f" % x for x in ra[2:])))
+        elif scn == "2g":
+            m = lambda r: statistics.mean(r[3:10])
+            print("2g    round %d: mean of slots 4-10: auto %.3f uring %.3f uring-direct %.3f; auto / best %.2f" % (
+                i + 1, m(ra), m(ru), m(rd), m(ra) / max(m(ru), m(rd))))
+        else:
+            ratios = [x / max(y, z) for x, y, z in zip(ra, ru, rd)]
+            print("hog   round %d: auto / best per slot: %s; min %.2f" % (i + 1, " ".join("%.2f" % r for r in ratios), min(ratios)))
+PY

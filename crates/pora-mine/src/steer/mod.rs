@@ -1,0 +1,585 @@
+//! `auto` between slots (issue 28): before every slot, for every device pool, choose the read
+//! path that earns the most mining power — now and once the page cache has settled — from what
+//! is observed (the shard's share in the page cache, the memory it can grow into) and what
+//! earlier slots measured (the device's reads/s per path, the CPU per sample); after the slot,
+//! learn from what it achieved. Pure logic: the session gathers the facts and switches.
+//!
+//! A decision never changes a slot's results, only its speed: the same nonces are tried and
+//! verified whatever path reads them.
+
+pub mod model;
+
+use model::{outlook, Outlook, PathRates, ReadPath, SlotShape};
+use pora_io::Method;
+use serde::Serialize;
+
+/// Slots ahead the choice is scored over: long enough that a path which fills the cache wins
+/// over one that is faster for a single cold slot, short enough to follow a change of memory.
+pub const HORIZON_SLOTS: usize = 6;
+/// Mining power the current path may trail the best by before a switch: switches on noise
+/// would cost more than they bring.
+pub const SWITCH_MARGIN: f64 = 0.02;
+/// A path whose device rate is only assumed is tried for one slot when the model's forecast for
+/// it comes within this share of the best: then the model cannot tell them apart.
+pub const EXPLORE_WITHIN: f64 = 0.75;
+/// Slots between two explorations of the same path.
+pub const EXPLORE_EVERY_SLOTS: u64 = 64;
+/// Cached fraction from which a memory map is a candidate: misses are synchronous faults, so a
+/// map is only worth it for a shard held in memory.
+pub const MAPPED_FROM_FRACTION: f64 = 0.98;
+/// Memory the page cache can grow into, over the shard's size, from which a memory map is a
+/// candidate: with less, another process taking memory mid-slot turns a map's reads into
+/// synchronous faults, while buffered reads keep their queue depth.
+pub const MAPPED_HEADROOM: f64 = 1.5;
+/// Device reads/s assumed before anything is measured or profiled (only the ratio between
+/// paths matters for the choice; records say the figure is assumed).
+pub const ASSUMED_DEVICE_READS_PER_SEC: f64 = 50_000.0;
+/// A synchronous page fault's service time assumed for a map's misses.
+const ASSUMED_FAULT_SEC: f64 = 250e-6;
+
+/// One method `auto` may take for a pool, with its knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    pub method: Method,
+    pub threads: usize,
+    pub depth: usize,
+    pub path: ReadPath,
+}
+
+/// Where a path's device rate comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateSource {
+    /// Nothing measured yet: [`ASSUMED_DEVICE_READS_PER_SEC`], or the rate of another path of
+    /// the same device once that one is measured.
+    Assumed,
+    /// The tune profile's cold figure.
+    Profile,
+    /// Measured by this session's slots.
+    Measured,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PathState {
+    rates: PathRates,
+    source: RateSource,
+    explored_at_slot: Option<u64>,
+}
+
+/// What the session sees before a slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Observation {
+    /// Bytes of the pool's shards.
+    pub pool_bytes: u64,
+    /// Share of them in the page cache now; `None` where the OS does not tell.
+    pub cached_fraction: Option<f64>,
+    /// Share of them the page cache can hold; `None` where the memory is not known.
+    pub cacheable_fraction: Option<f64>,
+    pub samples_needed: f64,
+    pub slot_sec: f64,
+    pub cpus: f64,
+}
+
+/// One candidate's forecast, as records show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateForecast {
+    pub method: Method,
+    pub predicted_mining_power: f64,
+    pub predicted_steady_mining_power: f64,
+    pub device_reads_per_sec: f64,
+    pub rate_source: RateSource,
+}
+
+/// The choice for one slot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub candidate: Candidate,
+    /// Tried because the model could not tell the paths apart.
+    pub exploring: bool,
+    pub cached_fraction: f64,
+    pub cacheable_fraction: Option<f64>,
+    pub predicted: Outlook,
+    pub forecasts: Vec<CandidateForecast>,
+    /// One phrase for the user.
+    pub why: String,
+}
+
+/// What one slot achieved, for [`Steering::learn`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlotOutcome {
+    /// Samples read from the files (not from an overlay).
+    pub samples_from_files: u64,
+    pub elapsed_sec: f64,
+    pub mining_power: f64,
+    /// The slot ran to its deadline with nonces left: the reads were the limit.
+    pub read_limited: bool,
+    /// Reads the pool's device completed during the slot, where the OS counts them.
+    pub device_reads: Option<u64>,
+    /// The cached fraction at the end of the slot, where the OS tells.
+    pub cached_fraction_end: Option<f64>,
+    pub cpus: f64,
+}
+
+/// One pool's steering: its candidates, what is known of each path, what it runs now.
+#[derive(Clone, Debug)]
+pub struct Steering {
+    candidates: Vec<Candidate>,
+    paths: [PathState; 3],
+    current: usize,
+    slots: u64,
+    switches: u64,
+    explorations: u64,
+    /// The model's own idea of the cached fraction, for OSes that do not tell.
+    believed_cached_fraction: f64,
+    cached_fraction_start: f64,
+}
+
+fn path_index(path: ReadPath) -> usize {
+    match path {
+        ReadPath::Buffered => 0,
+        ReadPath::Direct => 1,
+        ReadPath::Mapped => 2,
+    }
+}
+
+fn default_rates(path: ReadPath) -> PathRates {
+    PathRates {
+        device_reads_per_sec: ASSUMED_DEVICE_READS_PER_SEC,
+        cpu_sec_per_sample: match path {
+            ReadPath::Buffered => 1.4e-6,
+            ReadPath::Direct => 1.5e-6,
+            ReadPath::Mapped => 0.35e-6,
+        },
+    }
+}
+
+impl Steering {
+    /// Steering over `candidates` (at least one; the first of them is the start), with
+    /// `profiled`, a tune profile's cold samples/s per read path (its method's first).
+    pub fn new(candidates: Vec<Candidate>, profiled: &[(ReadPath, f64)]) -> Steering {
+        let state = |path| PathState {
+            rates: default_rates(path),
+            source: RateSource::Assumed,
+            explored_at_slot: None,
+        };
+        let mut paths = [
+            state(ReadPath::Buffered),
+            state(ReadPath::Direct),
+            state(ReadPath::Mapped),
+        ];
+        for &(path, rate) in profiled.iter().filter(|(_, r)| *r > 0.0) {
+            let i = path_index(path);
+            if paths[i].source == RateSource::Profile {
+                continue;
+            }
+            for p in paths.iter_mut().filter(|p| p.source == RateSource::Assumed) {
+                p.rates.device_reads_per_sec = rate;
+            }
+            paths[i].source = RateSource::Profile;
+        }
+        Steering {
+            candidates,
+            paths,
+            current: 0,
+            slots: 0,
+            switches: 0,
+            explorations: 0,
+            believed_cached_fraction: 0.0,
+            cached_fraction_start: 0.0,
+        }
+    }
+
+    pub fn current(&self) -> Candidate {
+        self.candidates[self.current]
+    }
+
+    pub fn candidates(&self) -> &[Candidate] {
+        &self.candidates
+    }
+
+    /// Slots decided, switches made and exploring slots so far.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (self.slots, self.switches, self.explorations)
+    }
+
+    fn rates_for(&self, c: &Candidate) -> (PathRates, RateSource) {
+        let state = &self.paths[path_index(c.path)];
+        if c.path == ReadPath::Mapped && state.source == RateSource::Assumed {
+            // A map's misses are one synchronous fault per thread at a time.
+            let buffered = self.paths[path_index(ReadPath::Buffered)].rates;
+            let faults = c.threads as f64 / ASSUMED_FAULT_SEC;
+            let rates = PathRates {
+                device_reads_per_sec: buffered.device_reads_per_sec.min(faults),
+                ..state.rates
+            };
+            return (rates, RateSource::Assumed);
+        }
+        (state.rates, state.source)
+    }
+
+    /// Drops the candidate `method` (it cannot open here); the current one stays current (the
+    /// first left when it was the one dropped). The last candidate is never dropped.
+    pub fn forget(&mut self, method: Method) {
+        if self.candidates.len() <= 1 {
+            return;
+        }
+        let current = self.current();
+        self.candidates.retain(|c| c.method != method);
+        self.current = self
+            .candidates
+            .iter()
+            .position(|c| *c == current)
+            .unwrap_or(0);
+    }
+
+    /// Leaves `candidate` as the only one: knobs the caller fixed, or a method the files forced.
+    pub fn pin(&mut self, candidate: Candidate) {
+        self.candidates = vec![candidate];
+        self.current = 0;
+    }
+
+    /// The steering as a session starts its first slot: the decision made at opening stays
+    /// current, the counts start from zero.
+    pub fn restart(mut self) -> Steering {
+        self.slots = 0;
+        self.switches = 0;
+        self.explorations = 0;
+        for p in self.paths.iter_mut() {
+            p.explored_at_slot = None;
+        }
+        self
+    }
+
+    /// Chooses the candidate for the next slot and makes it current. Needs at least one
+    /// candidate (a session always has one: the method it opened).
+    pub fn decide(&mut self, obs: &Observation) -> Decision {
+        let cached = obs
+            .cached_fraction
+            .unwrap_or(self.believed_cached_fraction)
+            .clamp(0.0, 1.0);
+        let cacheable = obs.cacheable_fraction.map(|c| c.clamp(0.0, 1.0));
+        let shape = SlotShape {
+            pages: obs.pool_bytes as f64 / model::PAGE_BYTES,
+            cached_fraction: cached,
+            cacheable_fraction: cacheable.unwrap_or(0.0),
+            samples_needed: obs.samples_needed,
+            slot_sec: obs.slot_sec,
+            cpus: obs.cpus,
+        };
+        let only_mapped = self.candidates.iter().all(|c| c.path == ReadPath::Mapped);
+        let mapped_eligible = only_mapped
+            || (cached >= MAPPED_FROM_FRACTION
+                && obs.cacheable_fraction.is_some_and(|c| c >= MAPPED_HEADROOM));
+        let scored: Vec<(usize, Outlook, PathRates, RateSource)> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.path != ReadPath::Mapped || mapped_eligible)
+            .map(|(i, c)| {
+                let (rates, source) = self.rates_for(c);
+                (
+                    i,
+                    outlook(c.path, &rates, &shape, HORIZON_SLOTS),
+                    rates,
+                    source,
+                )
+            })
+            .collect();
+        let score_of = |i: usize| scored.iter().find(|s| s.0 == i).map(|s| s.1.horizon_mean);
+        // The best by the horizon's mean. On a tie a map goes first (where it is a candidate,
+        // it reads cached samples for a fraction of the CPU), then buffered before direct.
+        let rank = |i: usize| match self.candidates[i].path {
+            ReadPath::Mapped => 0,
+            ReadPath::Buffered => 1,
+            ReadPath::Direct => 2,
+        };
+        let mut best = scored[0].0;
+        for s in &scored[1..] {
+            let (score, top) = (s.1.horizon_mean, score_of(best).unwrap_or(0.0));
+            if score > top + 1e-6 || (score > top - 1e-6 && rank(s.0) < rank(best)) {
+                best = s.0;
+            }
+        }
+        // Stay unless the best is clearly better (or is the map, as good and cheaper).
+        if let Some(current) = score_of(self.current) {
+            let to_map = self.candidates[best].path == ReadPath::Mapped
+                && self.candidates[self.current].path != ReadPath::Mapped;
+            if !to_map && current >= score_of(best).unwrap_or(0.0) - SWITCH_MARGIN {
+                best = self.current;
+            }
+        }
+        let best_outlook = scored.iter().find(|s| s.0 == best).map(|s| s.1);
+        let mut chosen = best;
+        let mut exploring = false;
+        if let Some(b) = best_outlook.filter(|b| self.slots > 0 && b.next < 0.999) {
+            let unexplored = scored.iter().find(|(i, o, _, source)| {
+                let c = &self.candidates[*i];
+                let state = &self.paths[path_index(c.path)];
+                *i != best
+                    && c.path != ReadPath::Mapped
+                    && *source == RateSource::Assumed
+                    && o.horizon_mean >= EXPLORE_WITHIN * b.horizon_mean
+                    && state
+                        .explored_at_slot
+                        .is_none_or(|at| self.slots - at >= EXPLORE_EVERY_SLOTS)
+            });
+            if let Some((i, ..)) = unexplored {
+                chosen = *i;
+                exploring = true;
+            }
+        }
+        let candidate = self.candidates[chosen];
+        if exploring {
+            self.explorations += 1;
+            self.paths[path_index(candidate.path)].explored_at_slot = Some(self.slots);
+        }
+        if chosen != self.current {
+            self.switches += 1;
+        }
+        self.current = chosen;
+        self.slots += 1;
+        self.cached_fraction_start = cached;
+        let forecasts: Vec<CandidateForecast> = scored
+            .iter()
+            .map(|(i, o, rates, source)| CandidateForecast {
+                method: self.candidates[*i].method,
+                predicted_mining_power: o.next,
+                predicted_steady_mining_power: o.steady,
+                device_reads_per_sec: rates.device_reads_per_sec,
+                rate_source: *source,
+            })
+            .collect();
+        let predicted = scored
+            .iter()
+            .find(|s| s.0 == chosen)
+            .map(|s| s.1)
+            .expect("the chosen candidate was scored");
+        let why = explain(&candidate, exploring, cached, cacheable, obs, &forecasts);
+        Decision {
+            candidate,
+            exploring,
+            cached_fraction: cached,
+            cacheable_fraction: cacheable,
+            predicted,
+            forecasts,
+            why,
+        }
+    }
+
+    /// Learns from the slot the current candidate just ran; returns the hit ratio it measured
+    /// (`None` for a path that bypasses the cache... which hits nothing: 0).
+    pub fn learn(&mut self, outcome: &SlotOutcome) -> Option<f64> {
+        let candidate = self.current();
+        let samples = outcome.samples_from_files as f64;
+        let end = outcome.cached_fraction_end;
+        let hit_ratio = match candidate.path {
+            ReadPath::Direct => Some(0.0),
+            _ => match (outcome.device_reads, end) {
+                (Some(reads), _) if samples > 0.0 => Some(1.0 - (reads as f64 / samples).min(1.0)),
+                (_, Some(end)) => Some((self.cached_fraction_start + end) / 2.0),
+                _ => None,
+            },
+        };
+        let i = path_index(candidate.path);
+        if outcome.read_limited && outcome.elapsed_sec > 0.0 && samples > 0.0 {
+            let misses_per_sec = samples * (1.0 - hit_ratio.unwrap_or(0.0)) / outcome.elapsed_sec;
+            let state = &mut self.paths[i];
+            state.rates.device_reads_per_sec = match state.source {
+                RateSource::Measured => 0.5 * (state.rates.device_reads_per_sec + misses_per_sec),
+                _ => misses_per_sec,
+            };
+            state.source = RateSource::Measured;
+            // Until measured, the other paths of the device are assumed as fast as this one.
+            for (j, other) in self.paths.iter_mut().enumerate() {
+                if j != i && other.source == RateSource::Assumed {
+                    other.rates.device_reads_per_sec = misses_per_sec;
+                }
+            }
+        } else if outcome.mining_power >= 0.999
+            && hit_ratio.is_some_and(|h| h >= 0.95)
+            && outcome.elapsed_sec > 0.0
+            && samples > 0.0
+        {
+            // Every nonce tried from the cache: the CPUs set the pace.
+            let cpu = outcome.cpus * outcome.elapsed_sec / samples;
+            let rates = &mut self.paths[i].rates;
+            rates.cpu_sec_per_sample = 0.5 * (rates.cpu_sec_per_sample + cpu);
+        }
+        self.believed_cached_fraction = end.unwrap_or(match candidate.path {
+            ReadPath::Direct => self.believed_cached_fraction,
+            _ => hit_ratio.unwrap_or(self.believed_cached_fraction),
+        });
+        hit_ratio
+    }
+}
+
+fn explain(
+    chosen: &Candidate,
+    exploring: bool,
+    cached: f64,
+    cacheable: Option<f64>,
+    obs: &Observation,
+    forecasts: &[CandidateForecast],
+) -> String {
+    let room = match cacheable {
+        Some(c) => format!("room for {:.0}% of it", c * 100.0),
+        None => "memory unknown".to_string(),
+    };
+    let seen = if obs.cached_fraction.is_some() {
+        "in the page cache"
+    } else {
+        "believed cached"
+    };
+    let each: Vec<String> = forecasts
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {:.2} now / {:.2} steady",
+                f.method, f.predicted_mining_power, f.predicted_steady_mining_power
+            )
+        })
+        .collect();
+    let lead = if exploring {
+        format!(
+            "auto explores {} for one slot (its rate is unmeasured and close)",
+            chosen.method
+        )
+    } else {
+        format!("auto: {}", chosen.method)
+    };
+    format!(
+        "{lead}: {:.0}% of the shard {seen}, {room}; predicted {}",
+        cached * 100.0,
+        each.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn candidates() -> Vec<Candidate> {
+        vec![
+            Candidate {
+                method: Method::Uring,
+                threads: 2,
+                depth: 256,
+                path: ReadPath::Buffered,
+            },
+            Candidate {
+                method: Method::UringDirect,
+                threads: 2,
+                depth: 256,
+                path: ReadPath::Direct,
+            },
+            Candidate {
+                method: Method::Mmap,
+                threads: 2,
+                depth: 256,
+                path: ReadPath::Mapped,
+            },
+        ]
+    }
+
+    fn observe(cached: f64, cacheable: f64) -> Observation {
+        Observation {
+            pool_bytes: 8 * GIB,
+            cached_fraction: Some(cached),
+            cacheable_fraction: Some(cacheable),
+            samples_needed: (2u64 << 20) as f64,
+            slot_sec: 12.0,
+            cpus: 2.0,
+        }
+    }
+
+    fn limited(samples: u64, device_reads: u64, end: f64) -> SlotOutcome {
+        SlotOutcome {
+            samples_from_files: samples,
+            elapsed_sec: 12.0,
+            mining_power: samples as f64 / (2u64 << 20) as f64,
+            read_limited: true,
+            device_reads: Some(device_reads),
+            cached_fraction_end: Some(end),
+            cpus: 2.0,
+        }
+    }
+
+    #[test]
+    fn cold_shard_with_room_starts_buffered_and_stays() {
+        let mut s = Steering::new(candidates(), &[]);
+        let d = s.decide(&observe(0.0, 1.0));
+        assert_eq!(d.candidate.method, Method::Uring);
+        assert!(!d.exploring);
+        s.learn(&limited(1_300_000, 1_000_000, 0.45));
+        let d = s.decide(&observe(0.45, 1.0));
+        assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+        assert!(!d.exploring, "buffered is far ahead: nothing to explore");
+    }
+
+    #[test]
+    fn shard_far_larger_than_memory_explores_direct_once_then_takes_the_faster() {
+        let mut s = Steering::new(candidates(), &[]);
+        let d = s.decide(&observe(0.0, 0.1));
+        assert_eq!(d.candidate.method, Method::Uring);
+        // Buffered under reclaim: only 40k misses/s.
+        s.learn(&limited(500_000, 480_000, 0.1));
+        let d = s.decide(&observe(0.1, 0.1));
+        assert_eq!(d.candidate.method, Method::UringDirect);
+        assert!(d.exploring, "{}", d.why);
+        assert_eq!(s.counts(), (2, 1, 1));
+        // Direct measures 90k reads/s: it wins from now on.
+        s.learn(&limited(1_080_000, 1_080_000, 0.1));
+        for _ in 0..5 {
+            let d = s.decide(&observe(0.1, 0.1));
+            assert_eq!(d.candidate.method, Method::UringDirect, "{}", d.why);
+            assert!(!d.exploring);
+            s.learn(&limited(1_080_000, 1_080_000, 0.1));
+        }
+        assert_eq!(s.counts().2, 1, "explored once");
+    }
+
+    #[test]
+    fn a_map_only_for_a_shard_held_in_memory_with_headroom() {
+        let mut s = Steering::new(candidates(), &[(ReadPath::Direct, 90_000.0)]);
+        // Held in memory, but the cache could hold only 1.2x the shard: a map would turn into
+        // synchronous faults if memory were taken mid-slot, so buffered reads stay.
+        let d = s.decide(&observe(1.0, 1.2));
+        assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+        // With room to spare the map reads cached samples for less CPU: as good, so taken.
+        let d = s.decide(&observe(1.0, 3.0));
+        assert_eq!(d.candidate.method, Method::Mmap, "{}", d.why);
+        // Half the memory goes: the map is no longer a candidate.
+        let d = s.decide(&observe(0.9, 0.5));
+        assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+    }
+
+    #[test]
+    fn the_model_follows_what_the_slots_measure() {
+        let mut s = Steering::new(candidates(), &[(ReadPath::Direct, 90_000.0)]);
+        let d = s.decide(&observe(0.0, 0.3));
+        assert_eq!(d.candidate.method, Method::Uring);
+        assert_eq!(d.forecasts[1].rate_source, RateSource::Profile);
+        // Buffered turns out to get 1/3 of direct's device rate (reclaim): switch to direct.
+        s.learn(&limited(400_000, 300_000, 0.3));
+        let d = s.decide(&observe(0.3, 0.3));
+        assert_eq!(d.candidate.method, Method::UringDirect, "{}", d.why);
+        assert!(!d.exploring, "direct's rate is the profile's, not assumed");
+    }
+
+    #[test]
+    fn hit_ratio_comes_from_device_reads_else_from_residency() {
+        let mut s = Steering::new(candidates(), &[]);
+        s.decide(&observe(0.2, 1.0));
+        let h = s.learn(&limited(1_000_000, 600_000, 0.5)).unwrap();
+        assert!((h - 0.4).abs() < 1e-9);
+        s.decide(&observe(0.5, 1.0));
+        let mut no_counter = limited(1_000_000, 0, 0.7);
+        no_counter.device_reads = None;
+        let h = s.learn(&no_counter).unwrap();
+        assert!((h - 0.6).abs() < 1e-9, "{h}");
+    }
+}

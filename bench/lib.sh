@@ -30,7 +30,7 @@ ensure_random_shard() {
 # dropped (unless `fadvise` is asked for); otherwise the kernel is asked to forget FILE's pages
 # (POSIX_FADV_DONTNEED, which works for clean pages).
 evict() {
-    sync
+    sync -f "$1" 2>/dev/null || sync
     if [ "${2:-}" != fadvise ] && [ -w /proc/sys/vm/drop_caches ]; then
         echo 3 > /proc/sys/vm/drop_caches
     else

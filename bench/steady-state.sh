@@ -6,7 +6,7 @@
 #   free   the machine's memory, 8 slots;
 #   2g     inside a memory cgroup limited to 2 GiB (a shard four times the memory), 10 slots;
 #   hog    inside a 10 GiB cgroup where another process takes and holds 6 GiB from slot 4
-#          (it starts allocating 3 slots after mining starts), 10 slots.
+#          (it starts allocating when the third slot's record is out), 10 slots.
 # The cgroups are made by this script (cgroup v1 memory controller, root). Prints each run's
 # per-slot mining power, method and decision time, then the checks of issue 28 as ratios.
 # FILE defaults to $DEFAULT_SHARD (8 GiB, created when missing).
@@ -32,12 +32,16 @@ make_cgroup() { # name limit_bytes
   echo "$dir"
 }
 
-hog() { # cgroup_dir delay_sec bytes: joins the cgroup, waits, then takes and holds the memory
-  python3 - "$1" "$2" "$3" <<'PY' &
+hog() { # cgroup_dir records_file bytes: joins the cgroup, waits for the third slot's record,
+  # then takes and holds the memory
+  python3 - "$1" "$2" "$3" >/dev/null 2>>"$out/hog.log" <<'PY' &
 import mmap, os, sys, time
 open(os.path.join(sys.argv[1], "cgroup.procs"), "w").write(str(os.getpid()))
-time.sleep(float(sys.argv[2]))
-size = int(sys.argv[3]); m = mmap.mmap(-1, size)
+while not os.path.exists(sys.argv[2]) or sum(1 for _ in open(sys.argv[2])) < 3:
+    time.sleep(0.05)
+print("hog: slot 4 starts, taking %d GiB" % (int(sys.argv[3]) >> 30), file=sys.stderr, flush=True)
+# private anonymous memory, as a Go heap is
+size = int(sys.argv[3]); m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 for i in range(0, size, 4096): m[i] = 1
 print("hog: holding %d GiB" % (size >> 30), file=sys.stderr, flush=True)
 time.sleep(3600)
@@ -50,7 +54,7 @@ run() { # scenario method slots
   evict "$FILE"
   case $scenario in
     2g) cg=$(make_cgroup pora-bench-2g $((2 << 30))) ;;
-    hog) cg=$(make_cgroup pora-bench-10g $((10 << 30))); hog_pid=$(hog "$cg" 36 $((6 << 30))) ;;
+    hog) cg=$(make_cgroup pora-bench-10g $((10 << 30))); rm -f "$log"; hog_pid=$(hog "$cg" "$log" $((6 << 30))) ;;
   esac
   # shellcheck disable=SC2086
   (

@@ -48,7 +48,9 @@ pub struct CgroupMemory {
     pub limit_bytes: u64,
     /// Everything charged to it now (page cache included).
     pub usage_bytes: u64,
-    /// Of `usage_bytes`, file pages (page cache) the kernel can reclaim for other file pages.
+    /// Of `usage_bytes`, file pages on the file LRU lists (active + inactive): page cache the
+    /// kernel can reclaim for other file pages. Not shmem/tmpfs, which the "cache"/"file"
+    /// counters include but which lives on the anonymous lists and is not reclaimed for files.
     pub file_bytes: u64,
 }
 
@@ -122,8 +124,8 @@ fn v1(base: &Path, rel: &str) -> Result<Option<CgroupMemory>, String> {
         version: "v1",
         limit_bytes: limit,
         usage_bytes: read_u64(&dir.join("memory.usage_in_bytes"))?,
-        file_bytes: stat_field(&stat, "total_cache")
-            .or_else(|| stat_field(&stat, "cache"))
+        file_bytes: file_lru_bytes(&stat, "total_")
+            .or_else(|| file_lru_bytes(&stat, ""))
             .unwrap_or(0),
         path: dir,
     }))
@@ -149,7 +151,7 @@ fn v2(base: &Path, rel: &str) -> Result<Option<CgroupMemory>, String> {
         version: "v2",
         limit_bytes: limit,
         usage_bytes: read_u64(&dir.join("memory.current"))?,
-        file_bytes: stat_field(&stat, "file").unwrap_or(0),
+        file_bytes: file_lru_bytes(&stat, "").unwrap_or(0),
         path: dir,
     }))
 }
@@ -163,6 +165,12 @@ fn read_u64(path: &Path) -> Result<u64, String> {
     text.trim()
         .parse()
         .map_err(|e| format!("{}: {:?} is not a number: {e}", path.display(), text.trim()))
+}
+
+/// `<prefix>active_file + <prefix>inactive_file` of a memory.stat.
+fn file_lru_bytes(stat: &str, prefix: &str) -> Option<u64> {
+    let field = |name: &str| stat_field(stat, &format!("{prefix}{name}"));
+    Some(field("active_file")? + field("inactive_file")?)
 }
 
 fn stat_field(stat: &str, key: &str) -> Option<u64> {
@@ -237,13 +245,15 @@ mod tests {
         write(&cg.join("memory.usage_in_bytes"), "2000000000\n");
         write(
             &cg.join("memory.stat"),
-            "cache 1500000000\nrss 500000000\nhierarchical_memory_limit 2147483648\ntotal_cache 1500000000\n",
+            "cache 1500000000\nrss 400000000\nshmem 100000000\nhierarchical_memory_limit 2147483648\ntotal_cache 1500000000\ntotal_shmem 100000000\ntotal_active_file 1000000000\ntotal_inactive_file 400000000\n",
         );
         let cgroup = cgroup_memory(&r).unwrap().expect("limited");
         assert_eq!((cgroup.version, cgroup.limit_bytes), ("v1", 2147483648));
-        assert_eq!(cgroup.cache_room_bytes(), 2147483648 - 500000000);
+        // Anonymous memory and shmem (counted in "cache", but not reclaimable for files) are
+        // not room for the shard: 2,000,000,000 used less 1,400,000,000 on the file lists.
+        assert_eq!(cgroup.cache_room_bytes(), 2147483648 - 600000000);
         let room = cache_room(&r).unwrap();
-        assert_eq!(room.room_bytes, 2147483648 - 500000000);
+        assert_eq!(room.room_bytes, 2147483648 - 600000000);
         assert_eq!(room.mem_available_bytes, 20000000 * 1024);
     }
 
@@ -278,7 +288,7 @@ mod tests {
         write(&cg.join("memory.current"), "3000000000\n");
         write(
             &cg.join("memory.stat"),
-            "anon 1000000000\nfile 2000000000\n",
+            "anon 1000000000\nfile 2000000000\nshmem 0\nactive_file 1500000000\ninactive_file 500000000\n",
         );
         let cgroup = cgroup_memory(&r).unwrap().expect("limited by its parent");
         assert_eq!((cgroup.version, cgroup.limit_bytes), ("v2", 4294967296));

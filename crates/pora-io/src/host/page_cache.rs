@@ -64,19 +64,27 @@ pub fn residency(path: &Path) -> Result<Residency, String> {
 /// for the choice made at every mining start.
 pub fn residency_sampled(path: &Path) -> Result<Residency, String> {
     let file_bytes = file_len(path)?;
-    let (resident, checked) = resident_pages_sampled(path, 64, 2 << 20).map_err(|e| e.0)?;
+    let (resident, checked) =
+        resident_pages_sampled(path, SAMPLE_WINDOWS, SAMPLE_WINDOW_BYTES).map_err(|e| e.0)?;
     Ok(scaled_residency(resident, checked, file_bytes))
 }
 
-/// How much of `path` is in the page cache now, as cheaply as the OS allows: `cachestat(2)`
-/// (Linux 6.5 and later: exact, one call for the whole file), else [`residency_sampled`]. What
-/// `auto` reads before every slot.
+/// How much of `path` is in the page cache now, at a cost that does not grow with the file:
+/// `cachestat(2)` (Linux 6.5 and later) over the same 64 windows of 2 MiB that
+/// [`residency_sampled`] maps for `mincore`, which it falls back to. What `auto` reads before
+/// and after every slot; its cost is recorded as each slot's `decisionMs`. (One `cachestat` over
+/// a whole 8 GiB file held in memory walks its 2 million cached pages: 40-170 ms, more than 1%
+/// of a slot.)
 pub fn residency_now(path: &Path) -> Result<Residency, String> {
-    match cachestat_bytes(path) {
+    match cachestat_sampled(path, SAMPLE_WINDOWS, SAMPLE_WINDOW_BYTES) {
         Ok(Some(r)) => Ok(r),
         _ => residency_sampled(path),
     }
 }
+
+/// Windows sampled by [`residency_sampled`] and [`residency_now`].
+const SAMPLE_WINDOWS: u64 = 64;
+const SAMPLE_WINDOW_BYTES: u64 = 2 << 20;
 
 fn file_len(path: &Path) -> Result<u64, String> {
     std::fs::metadata(path)
@@ -97,10 +105,10 @@ fn scaled_residency(resident: u64, checked: u64, file_bytes: u64) -> Residency {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{cachestat_bytes, evict, resident_pages, resident_pages_sampled};
+pub use linux::{cachestat_sampled, evict, resident_pages, resident_pages_sampled};
 
 #[cfg(not(target_os = "linux"))]
-pub use other::{cachestat_bytes, evict, resident_pages, resident_pages_sampled};
+pub use other::{cachestat_sampled, evict, resident_pages, resident_pages_sampled};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -127,9 +135,11 @@ mod linux {
         len: u64,
     }
 
-    /// `struct cachestat` of the kernel's uapi.
+    /// `struct cachestat` of the kernel's uapi (the kernel writes every field; pora reads
+    /// `nr_cache`).
     #[repr(C)]
     #[derive(Default)]
+    #[allow(dead_code)]
     struct Cachestat {
         nr_cache: u64,
         nr_dirty: u64,
@@ -138,38 +148,58 @@ mod linux {
         nr_recently_evicted: u64,
     }
 
-    /// The cached bytes of the whole file by `cachestat(2)`; `Ok(None)` where the kernel has no
-    /// such call (before 6.5) or refuses it for this file (newer kernels ask the same rights as
-    /// mincore: owner, writer or CAP_SYS_ADMIN).
-    pub fn cachestat_bytes(path: &Path) -> Result<Option<super::Residency>, String> {
+    /// The file's cached bytes estimated by `cachestat(2)` over `windows` evenly spaced windows
+    /// of `window_bytes` (the whole file, exactly, when it is smaller than that); `Ok(None)`
+    /// where the kernel has no such call (before 6.5) or refuses it for this file (newer
+    /// kernels ask the rights mincore asks: owner, writer or CAP_SYS_ADMIN).
+    pub fn cachestat_sampled(
+        path: &Path,
+        windows: u64,
+        window_bytes: u64,
+    ) -> Result<Option<super::Residency>, String> {
         let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let file_bytes = file
             .metadata()
             .map_err(|e| format!("{}: {e}", path.display()))?
             .len();
-        // len 0: from `off` to the end of the file.
-        let range = CachestatRange { off: 0, len: 0 };
-        let mut stat = Cachestat::default();
-        // SAFETY: cachestat reads `range` and writes `stat`, both live, correctly laid out
-        // (uapi) and owned by this frame; the descriptor is open for the call.
-        let rc = unsafe {
-            libc::syscall(
-                SYS_CACHESTAT,
-                file.as_raw_fd(),
-                &range as *const CachestatRange,
-                &mut stat as *mut Cachestat,
-                0u32,
-            )
-        };
-        if rc != 0 {
-            return Ok(None);
-        }
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-        Ok(Some(super::Residency {
-            cached_bytes: (stat.nr_cache * page).min(file_bytes),
+        let ranges: Vec<(u64, u64)> = if file_bytes <= windows.saturating_mul(window_bytes) {
+            vec![(0, file_bytes)]
+        } else {
+            (0..windows)
+                .map(|i| {
+                    let offset = (file_bytes / windows * i) / page * page;
+                    (offset, window_bytes.min(file_bytes - offset))
+                })
+                .collect()
+        };
+        let (mut cached_pages, mut checked_pages) = (0u64, 0u64);
+        for (off, len) in ranges {
+            let range = CachestatRange { off, len };
+            let mut stat = Cachestat::default();
+            // SAFETY: cachestat reads `range` and writes `stat`, both live, laid out as the
+            // uapi structs and owned by this frame; the descriptor is open for the call.
+            let rc = unsafe {
+                libc::syscall(
+                    SYS_CACHESTAT,
+                    file.as_raw_fd(),
+                    &range as *const CachestatRange,
+                    &mut stat as *mut Cachestat,
+                    0u32,
+                )
+            };
+            if rc != 0 {
+                return Ok(None);
+            }
+            cached_pages += stat.nr_cache;
+            checked_pages += len.div_ceil(page);
+        }
+        Ok(Some(super::scaled_residency(
+            cached_pages.min(checked_pages),
+            checked_pages,
             file_bytes,
-        }))
+        )))
     }
 
     /// Drops `path`'s clean pages from the page cache and checks with `mincore` that none remain.
@@ -332,7 +362,11 @@ mod other {
         Err(Unknown(NOT_LINUX.into()))
     }
 
-    pub fn cachestat_bytes(_path: &Path) -> Result<Option<super::Residency>, String> {
+    pub fn cachestat_sampled(
+        _path: &Path,
+        _windows: u64,
+        _window_bytes: u64,
+    ) -> Result<Option<super::Residency>, String> {
         Ok(None)
     }
 
@@ -393,8 +427,9 @@ mod tests {
         assert_eq!(checked, 4 * (64 << 10) / page_bytes);
         // Just written: as resident in the sample as in the whole file.
         assert_eq!(resident == checked, full_resident == full_total);
-        // cachestat (where the kernel has it) and the sampled count agree on a cached file.
-        if let Some(exact) = cachestat_bytes(&path).expect("cachestat") {
+        // cachestat (where the kernel has it; exact on a file smaller than its windows) and the
+        // sampled count agree on a cached file.
+        if let Some(exact) = cachestat_sampled(&path, 64, 1 << 20).expect("cachestat") {
             assert_eq!(exact.file_bytes, 4 << 20);
             assert_eq!(
                 exact.cached_bytes == exact.file_bytes,

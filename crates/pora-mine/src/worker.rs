@@ -25,7 +25,9 @@
 //!
 //! Deadline rule: nothing is submitted once the deadline has passed, and a batch reaped after the
 //! deadline is abandoned, so a nonce counts only when its last read was reaped before the
-//! deadline. Reads still in flight are left in the backend and drained before the next slot.
+//! deadline. Reads still in flight are left in the backend and drained before the next slot. A
+//! worker blocked inside one synchronous read past the deadline is not waited for beyond
+//! `slot::STRAGGLER_WAIT`: its slot ends without it (see `slot.rs`).
 
 use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
 use crate::overlay::ShardOverlay;
@@ -45,11 +47,12 @@ const MAX_MESSAGES: usize = 8;
 /// Longest single wait, so that the stop flag is seen promptly even when reads are slow.
 const MAX_WAIT: Duration = Duration::from_millis(20);
 
-/// Everything the workers of one slot share.
-pub struct SlotShared<'a> {
-    pub plans: &'a [ShardPlan],
+/// Everything the workers of one slot share. Owned (no borrows), so that a worker stuck in a
+/// read the OS does not give back can be left behind by its slot (see `slot.rs`).
+pub struct SlotShared {
+    pub plans: Vec<ShardPlan>,
     pub prefixes: Vec<Hash0Prefix>,
-    pub paths: &'a [PathBuf],
+    pub paths: Vec<PathBuf>,
     /// Per shard: KVs whose samples come from memory, not the backend.
     pub overlays: Vec<ShardOverlay>,
     pub nonces: Range<u64>,
@@ -64,7 +67,8 @@ pub struct SlotShared<'a> {
     pub find: Find,
     pub on_io_error: OnIoError,
     pub deadline: Instant,
-    pub stop: &'a AtomicBool,
+    /// The caller's stop flag, forwarded by the slot while it waits for its workers.
+    pub stop: AtomicBool,
     /// Set by a worker that fails, so the others end too.
     pub abort: AtomicBool,
 }
@@ -287,8 +291,8 @@ struct LocalWork {
     found: bool,
 }
 
-struct Worker<'s, 'a> {
-    shared: &'s SlotShared<'a>,
+struct Worker<'s> {
+    shared: &'s SlotShared,
     lane: Lane,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
@@ -310,7 +314,7 @@ struct Worker<'s, 'a> {
 /// is set or another worker fails.
 pub fn run(
     backend: &mut dyn Backend,
-    shared: &SlotShared<'_>,
+    shared: &SlotShared,
     lane: Lane,
 ) -> Result<WorkerOutcome, MineError> {
     let mut worker = Worker::new(shared, lane);
@@ -322,8 +326,8 @@ pub fn run(
     Ok(worker.finish(end, io_wait, busy))
 }
 
-impl<'s, 'a> Worker<'s, 'a> {
-    fn new(shared: &'s SlotShared<'a>, lane: Lane) -> Self {
+impl<'s> Worker<'s> {
+    fn new(shared: &'s SlotShared, lane: Lane) -> Self {
         let shards = shared.plans.len();
         let (depth, pool_shards) = (lane.depth, lane.shards.len());
         let chains = (0..depth)
@@ -652,7 +656,7 @@ impl<'s, 'a> Worker<'s, 'a> {
 }
 
 /// Claims the next block of nonce offsets of `shard`, or `None` when all are claimed.
-fn claim(shared: &SlotShared<'_>, shard: usize) -> Option<Range<u64>> {
+fn claim(shared: &SlotShared, shard: usize) -> Option<Range<u64>> {
     let len = shared.nonces.end - shared.nonces.start;
     let counter = &shared.claimed[shard];
     let mut start = counter.load(Ordering::Relaxed);

@@ -10,7 +10,7 @@
 use crate::lanes::Hash0Prefix;
 use crate::overlay::ShardOverlay;
 use crate::verify::{Unconfirmed, Verifier};
-use crate::worker::{self, Candidate, End, Lane, ShardTally, SlotShared, WorkerOutcome};
+use crate::worker::{self, Candidate, End, Lane, Published, ShardTally, SlotShared, WorkerOutcome};
 use crate::{
     Bottleneck, Find, MineError, Miner, OnIoError, PoolState, ShardSlotReport, SlotReport,
     SlotRequest,
@@ -19,7 +19,7 @@ use pora_core::difficulty::meets;
 use pora_core::NonceProof;
 use pora_io::Backend;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, PoisonError, TryLockError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Longest wait for reads a previous slot left in flight before the backend is replaced (and
@@ -133,16 +133,20 @@ fn run_workers(
     let (tx, rx) = mpsc::channel::<Returned>();
     let mut back: Vec<Vec<Option<Box<dyn Backend>>>> = Vec::with_capacity(backends.len());
     let mut running = 0usize;
+    let mut publications: Vec<Vec<Arc<Mutex<Published>>>> = Vec::with_capacity(backends.len());
     let mut spawn_errors = Vec::new();
     for (p, (pool, pool_backends)) in miner.pools.iter().zip(backends.iter_mut()).enumerate() {
         back.push((0..pool_backends.len()).map(|_| None).collect());
+        publications.push(Vec::with_capacity(pool_backends.len()));
         for (i, mut backend) in std::mem::take(pool_backends).into_iter().enumerate() {
             let (tx, shared, lane) = (tx.clone(), shared.clone(), Lane::new(pool, i));
+            let published = Arc::new(Mutex::new(Published::default()));
+            publications[p].push(published.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("pora-worker-{p}.{i}"))
                 .spawn(move || {
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        worker::run(backend.as_mut(), &shared, lane)
+                        worker::run(backend.as_mut(), &shared, lane, &published)
                     }));
                     // The slot may have left this worker behind: then nobody listens.
                     let _ = tx.send((p, i, backend, outcome));
@@ -204,8 +208,16 @@ fn run_workers(
                 Some(b) => b,
                 None => {
                     pora_io::note_leaked_backend();
+                    // What it counted up to its last batch is reported; the read it is stuck in
+                    // (and that read's nonce) is not.
+                    let published = std::mem::take(
+                        &mut *publications[p][i]
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner),
+                    );
+                    results.push(Ok(published.into_outcome(miner.plans.len())));
                     messages.push(format!(
-                        "worker {i} of pool {p} ({}) was still inside a read {} ms after the slot's end: left behind, its backend replaced and counted as leaked, its counts lost",
+                        "worker {i} of pool {p} ({}) was still inside a read {} ms after the slot's end: left behind with its backend (replaced, counted as leaked); its counts up to that read are kept",
                         pool.factory.method(),
                         STRAGGLER_WAIT.as_millis()
                     ));

@@ -38,6 +38,7 @@ use pora_io::{Backend, Completion, ReadError, SampleRead};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Times a failed read is re-issued under `--on-io-error retry` before its nonce is dropped.
@@ -95,6 +96,35 @@ impl Lane {
             inline_reads: pool.factory.capabilities().completes_inline,
             depth: pool.depth,
             index,
+        }
+    }
+}
+
+/// What a worker has counted so far, published after every batch, so that a slot that leaves
+/// the worker behind (stuck inside a read) still reports the nonces it tried, the errors it met
+/// and the candidates it found before it got stuck.
+#[derive(Debug, Default)]
+pub struct Published {
+    pub tallies: Vec<ShardTally>,
+    /// Candidates so far, the best per shard (`--find best`) included.
+    pub candidates: Vec<Candidate>,
+    pub messages: Vec<String>,
+}
+
+impl Published {
+    /// The outcome of a worker left behind: what it had published, ended by the deadline.
+    pub fn into_outcome(self, shards: usize) -> WorkerOutcome {
+        WorkerOutcome {
+            tallies: if self.tallies.is_empty() {
+                vec![ShardTally::default(); shards]
+            } else {
+                self.tallies
+            },
+            candidates: self.candidates,
+            io_wait: Duration::ZERO,
+            busy: Duration::ZERO,
+            messages: self.messages,
+            end: End::Deadline,
         }
     }
 }
@@ -293,6 +323,7 @@ struct LocalWork {
 
 struct Worker<'s> {
     shared: &'s SlotShared,
+    published: &'s Mutex<Published>,
     lane: Lane,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
@@ -316,8 +347,9 @@ pub fn run(
     backend: &mut dyn Backend,
     shared: &SlotShared,
     lane: Lane,
+    published: &Mutex<Published>,
 ) -> Result<WorkerOutcome, MineError> {
-    let mut worker = Worker::new(shared, lane);
+    let mut worker = Worker::new(shared, lane, published);
     let result = worker.mine(backend);
     if result.is_err() {
         shared.abort.store(true, Ordering::Relaxed);
@@ -327,7 +359,7 @@ pub fn run(
 }
 
 impl<'s> Worker<'s> {
-    fn new(shared: &'s SlotShared, lane: Lane) -> Self {
+    fn new(shared: &'s SlotShared, lane: Lane, published: &'s Mutex<Published>) -> Self {
         let shards = shared.plans.len();
         let (depth, pool_shards) = (lane.depth, lane.shards.len());
         let chains = (0..depth)
@@ -338,6 +370,7 @@ impl<'s> Worker<'s> {
             .collect();
         Worker {
             shared,
+            published,
             lane,
             chains,
             work: vec![LocalWork::default(); shards],
@@ -388,11 +421,25 @@ impl<'s> Worker<'s> {
             }
             self.refresh_found_flags();
             self.on_batch(backend, &mut completions)?;
+            self.publish();
             processed_at = Instant::now();
             time.processed(processed_at - reaped_at);
         };
         time.settle();
         Ok((end, time.io_wait, time.busy))
+    }
+
+    /// Copies the counts to [`Published`] (a few words per shard; candidates are rare).
+    fn publish(&self) {
+        let Ok(mut p) = self.published.try_lock() else {
+            return;
+        };
+        p.tallies.clone_from(&self.tallies);
+        p.candidates.clear();
+        p.candidates.extend(self.candidates.iter().copied());
+        p.candidates.extend(self.best.iter().flatten());
+        let have = p.messages.len();
+        p.messages.extend(self.messages.iter().skip(have).cloned());
     }
 
     fn finish(mut self, end: End, io_wait: Duration, busy: Duration) -> WorkerOutcome {

@@ -139,7 +139,7 @@ fn fuse_ready(test: &str) -> bool {
 /// The intact shard and its data region's first byte.
 fn intact_shard(dir: &Path) -> (PathBuf, u64) {
     let intact = create(dir, "shard.dat", KV_ENTRIES_BITS, 30);
-    let shard = pora_core::ShardSet::open(&[intact.clone()], None).unwrap();
+    let shard = pora_core::ShardSet::open(std::slice::from_ref(&intact), None).unwrap();
     let data_start = shard.locate(0).unwrap().offset;
     (intact, data_start)
 }

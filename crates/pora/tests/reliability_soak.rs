@@ -5,7 +5,8 @@
 //! limit). Checked: no error answer except to the malformed requests (each of which gets one),
 //! resident memory and open descriptors of the service flat: sampled every second, the end
 //! within [`RSS_GROWTH_BOUND_KIB`] of the first half's peak and within [`FD_GROWTH_BOUND`] of
-//! the descriptors a third into the run; the p99 latency of `pora_hash` is printed. CI runs 30 s; `PORA_SOAK_SECS=600` is the run recorded in docs/RELIABILITY.md.
+//! the descriptors a third into the run; the p99 latency of `pora_hash` is printed. CI runs
+//! 30 s; `PORA_SOAK_SECS=600` is the run recorded in docs/RELIABILITY.md.
 #![cfg(target_os = "linux")]
 
 #[macro_use]

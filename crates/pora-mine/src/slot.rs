@@ -121,8 +121,9 @@ type Returned = (
 /// worker still inside a read then (a synchronous read that the OS holds: a hung disk, a FUSE or
 /// network file system that does not answer) is left behind: it keeps its backend, which is
 /// counted as leaked (`pora_io::leaked_backends`) and replaced by a new one for the next slot,
-/// and its counts are lost; the thread ends by itself when the read returns (it then sees the
-/// slot's abort flag), and never keeps the process from exiting. Returns the outcomes and one
+/// and what it counted up to its last batch is kept ([`Published`]); the thread ends by itself
+/// when the read returns (it then sees the slot's abort flag), and never keeps the process from
+/// exiting. Returns the outcomes and one
 /// message per worker left behind.
 fn run_workers(
     miner: &Miner,

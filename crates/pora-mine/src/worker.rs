@@ -106,14 +106,17 @@ impl Lane {
 #[derive(Debug, Default)]
 pub struct Published {
     pub tallies: Vec<ShardTally>,
-    /// Candidates so far, the best per shard (`--find best`) included.
+    /// Candidates so far (appended to, never rewritten: `--find all` may find thousands).
     pub candidates: Vec<Candidate>,
+    /// Per shard, the best candidate so far (`--find best`).
+    pub best: Vec<Option<Candidate>>,
     pub messages: Vec<String>,
 }
 
 impl Published {
     /// The outcome of a worker left behind: what it had published, ended by the deadline.
-    pub fn into_outcome(self, shards: usize) -> WorkerOutcome {
+    pub fn into_outcome(mut self, shards: usize) -> WorkerOutcome {
+        self.candidates.extend(self.best.iter().flatten());
         WorkerOutcome {
             tallies: if self.tallies.is_empty() {
                 vec![ShardTally::default(); shards]
@@ -429,15 +432,17 @@ impl<'s> Worker<'s> {
         Ok((end, time.io_wait, time.busy))
     }
 
-    /// Copies the counts to [`Published`] (a few words per shard; candidates are rare).
+    /// Copies the counts to [`Published`]: a few words per shard, and only the candidates found
+    /// since the last batch.
     fn publish(&self) {
         let Ok(mut p) = self.published.try_lock() else {
             return;
         };
         p.tallies.clone_from(&self.tallies);
-        p.candidates.clear();
-        p.candidates.extend(self.candidates.iter().copied());
-        p.candidates.extend(self.best.iter().flatten());
+        p.best.clone_from(&self.best);
+        let have = p.candidates.len();
+        p.candidates
+            .extend_from_slice(&self.candidates[have.min(self.candidates.len())..]);
         let have = p.messages.len();
         p.messages.extend(self.messages.iter().skip(have).cloned());
     }

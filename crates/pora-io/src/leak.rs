@@ -24,7 +24,8 @@ pub fn leaked_backends() -> u64 {
     LEAKED_BACKENDS.load(Ordering::Relaxed)
 }
 
-/// Records one leaked backend.
-pub(crate) fn note_leaked_backend() {
+/// Records one leaked backend (also used by the miner for a worker it left behind inside a
+/// read, with its backend).
+pub fn note_leaked_backend() {
     LEAKED_BACKENDS.fetch_add(1, Ordering::Relaxed);
 }

@@ -53,7 +53,7 @@ pub mod probe;
 pub use host::cpu_time;
 
 pub use error::{IoError, ReadError, ReadErrorKind};
-pub use leak::{leaked_backends, TEARDOWN_WAIT};
+pub use leak::{leaked_backends, note_leaked_backend, TEARDOWN_WAIT};
 pub use method::{Capabilities, Method, Unavailable};
 pub use sim::{SimConfig, SimFault};
 

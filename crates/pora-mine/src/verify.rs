@@ -64,6 +64,16 @@ impl Verifier {
         })
     }
 
+    /// A verifier over the same open files with its own (not yet opened) backend: what the slot
+    /// keeps when it stops waiting for this one (stuck in a read of a hung disk).
+    pub fn fork(&self) -> Verifier {
+        Verifier {
+            paths: self.paths.clone(),
+            factory: self.factory.clone(),
+            backend: None,
+        }
+    }
+
     fn backend(&mut self) -> Result<&mut Box<dyn Backend>, MineError> {
         if self.backend.is_none() {
             self.backend = Some(self.factory.worker(1)?);

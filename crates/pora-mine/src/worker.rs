@@ -25,7 +25,9 @@
 //!
 //! Deadline rule: nothing is submitted once the deadline has passed, and a batch reaped after the
 //! deadline is abandoned, so a nonce counts only when its last read was reaped before the
-//! deadline. Reads still in flight are left in the backend and drained before the next slot.
+//! deadline. Reads still in flight are left in the backend and drained before the next slot. A
+//! worker blocked inside one synchronous read past the deadline is not waited for beyond
+//! `slot::STRAGGLER_WAIT`: its slot ends without it (see `slot.rs`).
 
 use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
 use crate::overlay::ShardOverlay;
@@ -36,6 +38,7 @@ use pora_io::{Backend, Completion, ReadError, SampleRead};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Times a failed read is re-issued under `--on-io-error retry` before its nonce is dropped.
@@ -45,11 +48,12 @@ const MAX_MESSAGES: usize = 8;
 /// Longest single wait, so that the stop flag is seen promptly even when reads are slow.
 const MAX_WAIT: Duration = Duration::from_millis(20);
 
-/// Everything the workers of one slot share.
-pub struct SlotShared<'a> {
-    pub plans: &'a [ShardPlan],
+/// Everything the workers of one slot share. Owned (no borrows), so that a worker stuck in a
+/// read the OS does not give back can be left behind by its slot (see `slot.rs`).
+pub struct SlotShared {
+    pub plans: Vec<ShardPlan>,
     pub prefixes: Vec<Hash0Prefix>,
-    pub paths: &'a [PathBuf],
+    pub paths: Vec<PathBuf>,
     /// Per shard: KVs whose samples come from memory, not the backend.
     pub overlays: Vec<ShardOverlay>,
     pub nonces: Range<u64>,
@@ -64,7 +68,8 @@ pub struct SlotShared<'a> {
     pub find: Find,
     pub on_io_error: OnIoError,
     pub deadline: Instant,
-    pub stop: &'a AtomicBool,
+    /// The caller's stop flag, forwarded by the slot while it waits for its workers.
+    pub stop: AtomicBool,
     /// Set by a worker that fails, so the others end too.
     pub abort: AtomicBool,
 }
@@ -91,6 +96,38 @@ impl Lane {
             inline_reads: pool.factory.capabilities().completes_inline,
             depth: pool.depth,
             index,
+        }
+    }
+}
+
+/// What a worker has counted so far, published after every batch, so that a slot that leaves
+/// the worker behind (stuck inside a read) still reports the nonces it tried, the errors it met
+/// and the candidates it found before it got stuck.
+#[derive(Debug, Default)]
+pub struct Published {
+    pub tallies: Vec<ShardTally>,
+    /// Candidates so far (appended to, never rewritten: `--find all` may find thousands).
+    pub candidates: Vec<Candidate>,
+    /// Per shard, the best candidate so far (`--find best`).
+    pub best: Vec<Option<Candidate>>,
+    pub messages: Vec<String>,
+}
+
+impl Published {
+    /// The outcome of a worker left behind: what it had published, ended by the deadline.
+    pub fn into_outcome(mut self, shards: usize) -> WorkerOutcome {
+        self.candidates.extend(self.best.iter().flatten());
+        WorkerOutcome {
+            tallies: if self.tallies.is_empty() {
+                vec![ShardTally::default(); shards]
+            } else {
+                self.tallies
+            },
+            candidates: self.candidates,
+            io_wait: Duration::ZERO,
+            busy: Duration::ZERO,
+            messages: self.messages,
+            end: End::Deadline,
         }
     }
 }
@@ -287,8 +324,9 @@ struct LocalWork {
     found: bool,
 }
 
-struct Worker<'s, 'a> {
-    shared: &'s SlotShared<'a>,
+struct Worker<'s> {
+    shared: &'s SlotShared,
+    published: &'s Mutex<Published>,
     lane: Lane,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
@@ -310,10 +348,11 @@ struct Worker<'s, 'a> {
 /// is set or another worker fails.
 pub fn run(
     backend: &mut dyn Backend,
-    shared: &SlotShared<'_>,
+    shared: &SlotShared,
     lane: Lane,
+    published: &Mutex<Published>,
 ) -> Result<WorkerOutcome, MineError> {
-    let mut worker = Worker::new(shared, lane);
+    let mut worker = Worker::new(shared, lane, published);
     let result = worker.mine(backend);
     if result.is_err() {
         shared.abort.store(true, Ordering::Relaxed);
@@ -322,8 +361,8 @@ pub fn run(
     Ok(worker.finish(end, io_wait, busy))
 }
 
-impl<'s, 'a> Worker<'s, 'a> {
-    fn new(shared: &'s SlotShared<'a>, lane: Lane) -> Self {
+impl<'s> Worker<'s> {
+    fn new(shared: &'s SlotShared, lane: Lane, published: &'s Mutex<Published>) -> Self {
         let shards = shared.plans.len();
         let (depth, pool_shards) = (lane.depth, lane.shards.len());
         let chains = (0..depth)
@@ -334,6 +373,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             .collect();
         Worker {
             shared,
+            published,
             lane,
             chains,
             work: vec![LocalWork::default(); shards],
@@ -384,11 +424,27 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
             self.refresh_found_flags();
             self.on_batch(backend, &mut completions)?;
+            self.publish();
             processed_at = Instant::now();
             time.processed(processed_at - reaped_at);
         };
         time.settle();
         Ok((end, time.io_wait, time.busy))
+    }
+
+    /// Copies the counts to [`Published`]: a few words per shard, and only the candidates found
+    /// since the last batch.
+    fn publish(&self) {
+        let Ok(mut p) = self.published.try_lock() else {
+            return;
+        };
+        p.tallies.clone_from(&self.tallies);
+        p.best.clone_from(&self.best);
+        let have = p.candidates.len();
+        p.candidates
+            .extend_from_slice(&self.candidates[have.min(self.candidates.len())..]);
+        let have = p.messages.len();
+        p.messages.extend(self.messages.iter().skip(have).cloned());
     }
 
     fn finish(mut self, end: End, io_wait: Duration, busy: Duration) -> WorkerOutcome {
@@ -652,7 +708,7 @@ impl<'s, 'a> Worker<'s, 'a> {
 }
 
 /// Claims the next block of nonce offsets of `shard`, or `None` when all are claimed.
-fn claim(shared: &SlotShared<'_>, shard: usize) -> Option<Range<u64>> {
+fn claim(shared: &SlotShared, shard: usize) -> Option<Range<u64>> {
     let len = shared.nonces.end - shared.nonces.start;
     let counter = &shared.claimed[shard];
     let mut start = counter.load(Ordering::Relaxed);

@@ -221,7 +221,14 @@ impl EmptyFill {
         file.sync_all().map_err(ctx)?;
         let started = Instant::now();
         let cpu_before = pora_io::host::cpu_time::process_cpu_time().ok();
-        fill(file, &self.header, &self.todo, self.threads, progress)?;
+        fill(
+            &self.path,
+            file,
+            &self.header,
+            &self.todo,
+            self.threads,
+            progress,
+        )?;
         file.sync_all().map_err(ctx)?;
         write_header(file, &self.header, STATUS_READY).map_err(ctx)?;
         file.sync_all().map_err(ctx)?;
@@ -434,6 +441,7 @@ type Batch = (usize, Vec<u8>);
 
 /// Computes the masks of `todo` on `threads` workers and writes them in order.
 fn fill(
+    path: &Path,
     file: &mut File,
     header: &Header,
     todo: &[u64],
@@ -451,7 +459,7 @@ fn fill(
             s.spawn(move || compute_batches(header, batches, next, stop, tx));
         }
         drop(tx);
-        let written = write_in_order(file, header, &batches, rx, progress);
+        let written = write_in_order(path, file, header, &batches, rx, progress);
         stop.store(true, Ordering::Relaxed);
         written
     })
@@ -483,6 +491,7 @@ fn compute_batches(
 
 /// Receives batches, writes them in batch order, syncs and writes meta entries.
 fn write_in_order(
+    path: &Path,
     file: &mut File,
     header: &Header,
     batches: &[&[u64]],
@@ -492,7 +501,6 @@ fn write_in_order(
     let mut pending: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let mut next_batch = 0;
     let mut unsynced: Vec<u64> = Vec::new();
-    let ctx = |e| PrepareError::io("writing masks", e);
     while next_batch < batches.len() {
         let Some(buf) = pending.remove(&next_batch) else {
             let (b, buf) = rx
@@ -503,21 +511,44 @@ fn write_in_order(
         };
         let kvs = batches[next_batch];
         for (run, bytes) in runs(kvs, &buf, MASK_BYTES) {
-            file.seek(SeekFrom::Start(header.kv_data_offset(run)))
+            let offset = header.kv_data_offset(run);
+            file.seek(SeekFrom::Start(offset))
                 .and_then(|_| file.write_all(bytes))
-                .map_err(ctx)?;
+                .map_err(|e| {
+                    let kvs = run..run + (bytes.len() / MASK_BYTES) as u64;
+                    write_error(
+                        path,
+                        &format!("writing the masks of KVs {kvs:?} at offset {offset}"),
+                        e,
+                    )
+                })?;
         }
         unsynced.extend_from_slice(kvs);
         progress(kvs.len() as u64);
         next_batch += 1;
         if unsynced.len() >= SYNC_EVERY_KVS || next_batch == batches.len() {
-            file.sync_data().map_err(ctx)?;
+            file.sync_data()
+                .map_err(|e| write_error(path, "syncing the masks", e))?;
             write_metas(file, header, &unsynced)
-                .map_err(|e| PrepareError::io("writing meta entries", e))?;
+                .map_err(|e| write_error(path, "writing meta entries", e))?;
             unsynced.clear();
         }
     }
     Ok(())
+}
+
+/// A failed write of the fill, naming the file; a full file system also says how to go on
+/// (what was synced is kept: `--resume` continues from it).
+fn write_error(path: &Path, what: &str, e: std::io::Error) -> PrepareError {
+    let full = if e.kind() == std::io::ErrorKind::StorageFull {
+        format!(
+            " (the file system is full: free space, then run the same command with {} to continue from the KVs already written)",
+            Input::Resume
+        )
+    } else {
+        String::new()
+    };
+    PrepareError::io(format!("{}: {what}{full}", path.display()), e)
 }
 
 /// Splits `kvs` (ascending) into runs of consecutive indices, with each run's bytes from `buf`

@@ -6,11 +6,13 @@
 //! - each worker re-reads every file's length with `fstat` every [`LENGTH_CHECK_READS`] reads
 //!   (and on its first submit) and lowers `valid_len` to it, so reads past a truncated end fail
 //!   with `OutOfBounds` without touching the missing pages;
-//! - on Linux and macOS a read that still faults in the window between two checks raises
-//!   SIGBUS, which the handler in `sigbus.rs` contains: it lowers `valid_len` to the faulting
-//!   page and patches the page with zeros; the reader re-checks `valid_len` after its copy and
-//!   reports an error instead of the zeros. Elsewhere (other Unixes) such a fault still kills
-//!   the process; on Windows a mapped file cannot be truncated (see `windows/sync.rs`).
+//! - on Linux and macOS a read that still faults (past a truncated end between two checks, or on
+//!   a page the disk cannot read) raises SIGBUS, which the handler in `sigbus.rs` contains: it
+//!   patches the page with zeros and records it; the faulting reader puts the file's page back
+//!   and reports an error (`OutOfBounds`, lowering `valid_len`, if the file now ends before the
+//!   sample; EIO otherwise), and no reader returns the zeros. Elsewhere (other Unixes) such a
+//!   fault still kills the process; on Windows a mapped file cannot be truncated (see
+//!   `windows/sync.rs`).
 //!
 //! Residual window: after a truncation to a length that is not page-aligned, the zero-filled tail
 //! of the last page does not fault, so up to `LENGTH_CHECK_READS` reads per worker there can
@@ -235,10 +237,11 @@ fn prefetch(f: &MappedFile, offset: u64) {
     let _ = (f, offset);
 }
 
-/// Copies `[start, start + len)` of the map into `dst` if it lies within the bound, re-checking
-/// the bound after the copy in case the copy itself faulted (and read a patched zero page).
-/// Inlined so that a sample's copy has its constant 32-byte length and compiles to two moves
-/// instead of a `memmove` call (1.6% of a cached-shard slot).
+/// Copies `[start, start + len)` of the map into `dst` if it lies within the bound. Where the
+/// SIGBUS handler watches the map, the copy is made stable (`sigbus::Registration::read_stable`):
+/// a copy that faulted, or that may have seen another thread's patched zero page, is an error or
+/// is copied again, never returned. Inlined so that a sample's copy has its constant 32-byte
+/// length and compiles to two moves instead of a `memmove` call (1.6% of a cached-shard slot).
 #[inline(always)]
 fn copy_checked(
     f: &MappedFile,
@@ -255,26 +258,47 @@ fn copy_checked(
     let map = f.map.as_ref().expect("a non-empty bound implies a map");
     // SAFETY: start + dst.len() <= valid_len <= mapped length, so the source range lies inside
     // the map, which lives as long as `f`; dst is a distinct buffer.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            map.as_ptr().add(start as usize),
-            dst.as_mut_ptr(),
-            dst.len(),
-        )
+    let src = unsafe { map.as_ptr().add(start as usize) };
+    let len = dst.len();
+    let copy = || {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) }
     };
-    // The copy must not be moved past the re-check: a fault during the copy lowers the bound
-    // from the signal handler on this thread.
-    compiler_fence(Ordering::SeqCst);
+    match &f.bound {
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        Bound::Registered(reg) => {
+            use std::os::fd::AsRawFd;
+            match reg.read_stable(src as usize, len, f.file.as_raw_fd(), copy) {
+                Ok(()) => {}
+                Err(super::sigbus::Unstable::Faulted) => return Err(bound_error(f, r)),
+                Err(super::sigbus::Unstable::Busy) => {
+                    return Err(ReadError {
+                        file: r.file,
+                        offset: r.offset,
+                        kind: ReadErrorKind::Os(libc::EBUSY),
+                    })
+                }
+            }
+        }
+        Bound::Local(_) => {
+            let mut copy = copy;
+            copy();
+            compiler_fence(Ordering::SeqCst);
+        }
+    }
+    // A length check (or a fault with the patch table full) may have lowered the bound.
     if end > valid.load(Ordering::SeqCst) {
         return Err(bound_error(f, r));
     }
     Ok(())
 }
 
-/// The error for a read beyond the bound: `OutOfBounds` when the file now ends before the
-/// sample, EIO when a page inside the file faulted (a media error).
+/// The error for a read beyond the bound or one that faulted: `OutOfBounds` when the file now
+/// ends before the sample (the bound is lowered to the file's length, so later reads past it
+/// fail without touching the map), EIO when a page inside the file faulted (a media error).
 fn bound_error(f: &MappedFile, r: &SampleRead) -> ReadError {
     let file_len = current_len(&f.file).unwrap_or(0).min(f.mapped_len);
+    f.bound.valid_len().fetch_min(file_len, Ordering::SeqCst);
     let kind = if r.offset.saturating_add(SAMPLE_LEN as u64) > file_len {
         ReadErrorKind::OutOfBounds { file_len }
     } else {

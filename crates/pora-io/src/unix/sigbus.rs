@@ -5,16 +5,24 @@
 //! the process. (macOS raises SIGBUS for it too; SIGSEGV is also watched there, as a safety net
 //! for protection faults the kernel reports that way.) The `mmap` method registers every map
 //! here, and a process-wide handler, for faults inside a registered map only:
-//! 1. lowers the map's `valid_len` to the faulting page's offset (so every later read at or past
-//!    that page fails its bounds check),
-//! 2. replaces the faulting page with an anonymous zero page (`mmap MAP_FIXED`), so the faulting
-//!    load can complete when the handler returns, and
-//! 3. counts the fault.
+//! 1. records the faulting page and the faulting thread in the map's small table of patched
+//!    pages (when the table is full: lowers the map's `valid_len` to the page instead, so every
+//!    later read at or past it fails its bounds check),
+//! 2. bumps the map's epoch, and
+//! 3. replaces the faulting page with an anonymous zero page (`mmap MAP_FIXED`), so the faulting
+//!    load can complete when the handler returns.
 //!
-//! The reader re-checks `valid_len` after its copy (behind a compiler fence) and turns the zeros it
-//! may have copied into a `ReadError`. Faults outside registered maps are passed on to the
-//! previous handler (Rust's own stack-overflow handler, or the default action), so unrelated
-//! SIGBUS still terminates the process.
+//! The reader ([`Registration::read_stable`]) copies between two loads of the epoch and a load of
+//! the patched-page count: if nothing was patched and the epoch did not move, the bytes came from
+//! the file. Otherwise the thread whose own copy faulted finds its entry, puts the file's page
+//! back (`mmap MAP_FIXED` of the file at that offset, so the next read of the page asks the disk
+//! again: a sector that recovers is readable again, and one bad page never poisons the others,
+//! as the earlier "lower the bound to the faulting page" rule did: issue 30 measured 19,517 read
+//! errors for 8 bad KVs with it), bumps the epoch, forgets the entry and reports the error;
+//! every other reader copies again until no patch is outstanding. Ordering argument: a copy
+//! that saw a zero page ran after the handler's count increment and before the heal's remap;
+//! the heal bumps the epoch before it decrements the count, so a reader that sees the count back
+//! at zero also sees the epoch moved since its first load, and copies again.
 //!
 //! Async-signal safety. The handler does only lock-free atomic loads and stores on statics,
 //! reads a `OnceLock` that was set before any map was registered, saves and restores `errno`, and
@@ -36,10 +44,15 @@
 //! compiled for `aarch64-apple-darwin` by clippy; `tests/conformance.rs::mmap_survives_truncation`
 //! runs it wherever the tests run.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 const MAPPING_COUNT: usize = 1024;
+/// Pages of one map that may be patched (faulted, not yet put back) at once; a patch is put back
+/// by the faulting thread right after its copy, so only a handful are ever outstanding.
+const PATCHED_PAGES: usize = 64;
+/// Copies a reader retries while another thread's patch is outstanding.
+const STABLE_READ_TRIES: u32 = 10_000;
 const FREE: u8 = 0;
 const CLAIMED: u8 = 1;
 const ACTIVE: u8 = 2;
@@ -49,9 +62,16 @@ pub(crate) struct RegisteredMapping {
     state: AtomicU8,
     start: AtomicUsize,
     len: AtomicUsize,
-    /// Reads must end at or before this file offset (lowered by faults and length checks).
+    /// Reads must end at or before this file offset (lowered by length checks, and by faults
+    /// when the patched-page table is full).
     valid_len: AtomicU64,
     faults: AtomicU64,
+    /// Patched pages (address; 0 = free) and the thread that faulted on each.
+    patched: [AtomicUsize; PATCHED_PAGES],
+    patched_by: [AtomicU64; PATCHED_PAGES],
+    patched_count: AtomicUsize,
+    /// Bumped by every patch and every heal.
+    epoch: AtomicU64,
 }
 
 impl RegisteredMapping {
@@ -62,6 +82,10 @@ impl RegisteredMapping {
             len: AtomicUsize::new(0),
             valid_len: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            patched: [const { AtomicUsize::new(0) }; PATCHED_PAGES],
+            patched_by: [const { AtomicU64::new(0) }; PATCHED_PAGES],
+            patched_count: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
         }
     }
 }
@@ -89,11 +113,100 @@ pub(crate) struct Registration {
     slot: &'static RegisteredMapping,
 }
 
+/// Why a stable read failed.
+pub(crate) enum Unstable {
+    /// This thread's copy faulted (the page is put back: the next read asks the disk again).
+    Faulted,
+    /// Other threads' patches stayed outstanding for every try.
+    Busy,
+}
+
 impl Registration {
     /// The bound every read of this map must respect.
     pub(crate) fn valid_len(&self) -> &AtomicU64 {
         &self.slot.valid_len
     }
+
+    /// Runs `copy` (a copy out of this map's `[from, from + len)`, addresses) until its bytes
+    /// are known to come from the file; on a fault of this thread's own copy, puts the file's
+    /// page back over the zero page (`fd` is the mapped file) and says which page faulted.
+    #[inline(always)]
+    pub(crate) fn read_stable(
+        &self,
+        from: usize,
+        len: usize,
+        fd: libc::c_int,
+        mut copy: impl FnMut(),
+    ) -> Result<(), Unstable> {
+        let slot = self.slot;
+        for _ in 0..STABLE_READ_TRIES {
+            let before = slot.epoch.load(Ordering::SeqCst);
+            copy();
+            // The copy must not be moved past the checks: a fault during it patches from the
+            // signal handler on this thread.
+            compiler_fence(Ordering::SeqCst);
+            let outstanding = slot.patched_count.load(Ordering::SeqCst);
+            if outstanding == 0 && slot.epoch.load(Ordering::SeqCst) == before {
+                return Ok(());
+            }
+            if self.heal_own(from, len, fd) {
+                return Err(Unstable::Faulted);
+            }
+            std::thread::yield_now();
+        }
+        Err(Unstable::Busy)
+    }
+
+    /// Puts back a page this thread patched inside `[from, from + len)`, if there is one.
+    #[cold]
+    fn heal_own(&self, from: usize, len: usize, fd: libc::c_int) -> bool {
+        let slot = self.slot;
+        let page_bytes = PAGE_BYTES.load(Ordering::Relaxed);
+        let me = thread_id();
+        let start = slot.start.load(Ordering::Relaxed);
+        let Some(entry) = (0..PATCHED_PAGES).find(|&i| {
+            let page = slot.patched[i].load(Ordering::SeqCst);
+            page != 0
+                && page < from + len
+                && from < page + page_bytes
+                && slot.patched_by[i].load(Ordering::SeqCst) == me
+        }) else {
+            return false;
+        };
+        let page = slot.patched[entry].load(Ordering::SeqCst);
+        let offset = (page - start) as libc::off_t;
+        // SAFETY: the page lies inside this registered read-only map, which stays mapped while
+        // registered; mapping the file's own page back over the zero page restores what the
+        // map showed before the fault.
+        unsafe {
+            let back = libc::mmap(
+                page as *mut libc::c_void,
+                page_bytes,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd,
+                offset,
+            );
+            if back != libc::MAP_FAILED {
+                libc::madvise(back, page_bytes, libc::MADV_RANDOM);
+            }
+        }
+        slot.epoch.fetch_add(1, Ordering::SeqCst);
+        slot.patched[entry].store(0, Ordering::SeqCst);
+        slot.patched_count.fetch_sub(1, Ordering::SeqCst);
+        true
+    }
+}
+
+/// The calling thread's kernel id (async-signal-safe: a plain system call).
+fn thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions.
+    let id = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
+    #[cfg(target_os = "macos")]
+    // SAFETY: pthread_self has no preconditions and is async-signal-safe.
+    let id = unsafe { libc::pthread_self() } as u64;
+    id
 }
 
 impl Drop for Registration {
@@ -117,6 +230,10 @@ pub(crate) fn register(start: *const u8, len: usize) -> Result<Registration, Str
     slot.len.store(len, Ordering::Relaxed);
     slot.valid_len.store(len as u64, Ordering::Relaxed);
     slot.faults.store(0, Ordering::Relaxed);
+    for p in &slot.patched {
+        p.store(0, Ordering::Relaxed);
+    }
+    slot.patched_count.store(0, Ordering::Relaxed);
     slot.state.store(ACTIVE, Ordering::Release);
     Ok(Registration { slot })
 }
@@ -225,8 +342,25 @@ fn contain(addr: usize) -> bool {
             continue;
         }
         let page = addr - addr % page_bytes;
-        slot.valid_len
-            .fetch_min((page - start) as u64, Ordering::SeqCst);
+        // Recorded (and the epoch bumped) before the zero page exists, so no reader can copy
+        // zeros without seeing a patch outstanding.
+        let free = (0..PATCHED_PAGES).find(|&i| {
+            slot.patched[i]
+                .compare_exchange(0, usize::MAX, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        });
+        match free {
+            Some(i) => {
+                slot.patched_by[i].store(thread_id(), Ordering::SeqCst);
+                slot.patched[i].store(page, Ordering::SeqCst);
+                slot.patched_count.fetch_add(1, Ordering::SeqCst);
+            }
+            None => {
+                slot.valid_len
+                    .fetch_min((page - start) as u64, Ordering::SeqCst);
+            }
+        }
+        slot.epoch.fetch_add(1, Ordering::SeqCst);
         if !map_zero_page(page, page_bytes) {
             return false;
         }

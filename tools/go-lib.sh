@@ -17,7 +17,7 @@
 # Each library is `cargo build --release --locked -p pora-ffi --target TARGET` (always an explicit
 # --target, so the library lands in target/TARGET/release and a `cargo build [--features sim]`
 # of the host, which writes target/release, never changes what Go links), with no debug info
-# (the consumer needs none: 83 MB -> see docs/release.md), build paths remapped out
+# (the consumer needs none; sizes in docs/release.md), build paths remapped out
 # (--remap-path-prefix: the checkout is /pora, $CARGO_HOME /cargo, the toolchain /rustc-sysroot),
 # then stripped of the debug sections the toolchain's precompiled standard library carries and
 # of the LLVM bitcode rustc embeds for LTO (llvm-objcopy --strip-debug --remove-section=.llvmbc

@@ -1,8 +1,8 @@
 // Where cgo finds libpora: a prebuilt static library per GOOS/GOARCH inside this module (the
 // convention of es-node's go-rapidsnark dependency), so building a program that imports the
-// package needs Go and a C compiler only, no Rust. The libraries are not committed (a stripped
-// one is ~20 MB, docs/release.md); tools/go-lib.sh builds them from a checkout and the release's
-// Go module archive (tools/dist.sh) carries them for every target.
+// package needs Go and a C compiler only, no Rust. The libraries are not committed (8-13 MB each
+// stripped, six targets, every release: docs/release.md); tools/go-lib.sh builds them from a
+// checkout and the release's Go module archive (tools/dist.sh) carries them for every target.
 //
 // Build tags choose another library of the same platform:
 //   - pora_musl: linux/amd64's musl build (lib/linux_amd64_musl), for a C toolchain on musl libc

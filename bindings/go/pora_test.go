@@ -276,7 +276,7 @@ func TestBadInputReturnsErrors(t *testing.T) {
 func simShards(t testing.TB, path string, latency time.Duration) *Shards {
 	s, err := Open([][]string{{path}}, Options{Method: "sim", Threads: 2, Depth: 8, IgnoreProfile: true, SimLatencyMin: latency, SimLatencyMax: latency})
 	if err != nil {
-		t.Fatalf("%v (the tests need a library built with the simulated disk: cargo build --release -p pora-ffi -p pora --features sim)", err)
+		t.Fatalf("%v (the tests need the library with the simulated disk: tools/go-lib.sh --sim, go test -tags pora_sim)", err)
 	}
 	return s
 }

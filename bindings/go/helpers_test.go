@@ -159,9 +159,10 @@ func createSparse(t testing.TB, path string, spec shardSpec) *os.File {
 	return f
 }
 
-// poraBinary is $PORA_BINARY (a `pora` built with the sim feature: .ci/bindings.sh names
-// target/release/pora, the Windows leg pora.exe), or "" when it is not set. The package finds
-// nothing by a path into a Cargo target directory: the library comes from lib/ (link.go).
+// poraBinary is $PORA_BINARY (a `pora` built with the sim feature: .ci/bindings.sh names the
+// one tools/go-lib.sh --sim --with-cli built, the Windows leg pora.exe), or "" when it is not
+// set. The package finds nothing by a path into a Cargo target directory: the library comes
+// from lib/ (link.go).
 func poraBinary(t testing.TB) string {
 	return os.Getenv("PORA_BINARY")
 }

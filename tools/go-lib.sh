@@ -14,7 +14,8 @@
 #   x86_64-pc-windows-gnu (windows_amd64), x86_64-apple-darwin (darwin_amd64),
 #   aarch64-apple-darwin (darwin_arm64).
 #
-# Each library is `cargo build --release --locked -p pora-ffi --target TARGET` (always an explicit
+# Each library is `cargo rustc --release --locked -p pora-ffi --crate-type staticlib --target
+# TARGET` (`cargo build` with --with-cli; always an explicit
 # --target, so the library lands in target/TARGET/release and a `cargo build [--features sim]`
 # of the host, which writes target/release, never changes what Go links), with no debug info
 # (the consumer needs none; sizes in docs/release.md), build paths remapped out
@@ -64,12 +65,14 @@ rust_target() {
 }
 
 sim=0
-packages=(-p pora-ffi)
+# Only the static library: the crate's cdylib would need the target's linker (none for macOS
+# on Linux). --with-cli builds the pora binary too, which links (host and MinGW targets).
+build=(cargo rustc -p pora-ffi --lib --crate-type staticlib)
 targets=()
 for arg in "$@"; do
     case "$arg" in
         --sim) sim=1 ;;
-        --with-cli) packages=(-p pora-ffi -p pora) ;;
+        --with-cli) build=(cargo build -p pora-ffi -p pora) ;;
         -h | --help)
             sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
             exit 0
@@ -114,15 +117,15 @@ for target in "${targets[@]}"; do
     [ -d "$SYSROOT/lib/rustlib/$target/lib" ] || fail "Rust target $target is not installed (rustup target add $target)"
     out="$ROOT/bindings/go/lib/$dir"
     [ "$sim" -eq 0 ] || out="$ROOT/bindings/go/lib/sim/$dir"
-    echo "go-lib.sh: cargo build --release --locked ${packages[*]} --target $target ${features[*]}" >&2
+    echo "go-lib.sh: ${build[*]} --release --locked --target $target ${features[*]}" >&2
     env CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_TARGET_DIR="$TARGET_DIR" \
         CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
         CC_aarch64_unknown_linux_gnu="${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}" \
         CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}" \
         CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}" \
         CFLAGS="$cflags" \
-        cargo build --release --locked "${packages[@]}" --target "$target" "${features[@]}" \
-        || fail "cargo build -p pora-ffi --target $target failed"
+        "${build[@]}" --release --locked --target "$target" "${features[@]}" \
+        || fail "${build[*]} --target $target failed"
     built="$TARGET_DIR/$target/release/libpora_ffi.a"
     [ -f "$built" ] || fail "the build left no $built"
     mkdir -p "$out"

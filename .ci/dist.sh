@@ -294,7 +294,9 @@ norust_ok() { # the PATH the consumer builds with has no Rust toolchain
 consumer_linux_ok() {
     cd "$C" || return 1
     "${GOENV_CONSUMER[@]}" go vet . || return 1
-    "${GOENV_CONSUMER[@]}" PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" timeout 900 go test -count=1 -v . | tee "$TMP/consumer-linux.log"
+    mkdir -p "$TMP/consumer-tmp"
+    "${GOENV_CONSUMER[@]}" PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" PORA_CONSUMER_TMP="$TMP/consumer-tmp" \
+        timeout 900 go test -count=1 -v . | tee "$TMP/consumer-linux.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-linux.log"
 }
 consumer_windows_ok() {
@@ -302,14 +304,16 @@ consumer_windows_ok() {
     "${GOENV_CONSUMER[@]}" GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc go test -c -o consumer.exe . || return 1
     local vectors="" f
     for f in "${VECTOR_FILES[@]}"; do vectors="${vectors:+$vectors;}$(winepath -w "$f" 2>/dev/null)"; done
-    PORA_VECTORS="$vectors" timeout 900 wine ./consumer.exe -test.v -test.count=1 2>/dev/null | tr -d '\r' | tee "$TMP/consumer-windows.log"
+    mkdir -p "$TMP/consumer-tmp-win"
+    PORA_VECTORS="$vectors" PORA_CONSUMER_TMP="$(winepath -w "$TMP/consumer-tmp-win" 2>/dev/null)" timeout 900 wine ./consumer.exe -test.v -test.count=1 2>/dev/null | tr -d '\r' | tee "$TMP/consumer-windows.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-windows.log"
 }
 consumer_arm64_ok() {
     cd "$C" || return 1
     "${GOENV_CONSUMER[@]}" GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc go test -c -o consumer.arm64 . || return 1
     file consumer.arm64
-    PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" PORA_CONSUMER_METHOD=pread QEMU_LD_PREFIX=/usr/aarch64-linux-gnu \
+    mkdir -p "$TMP/consumer-tmp-arm64"
+    PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" PORA_CONSUMER_TMP="$TMP/consumer-tmp-arm64" PORA_CONSUMER_METHOD=pread QEMU_LD_PREFIX=/usr/aarch64-linux-gnu \
         timeout 1200 qemu-aarch64 ./consumer.arm64 -test.v -test.count=1 | tee "$TMP/consumer-arm64.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-arm64.log"
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bindings CI leg (called by .ci/run after the Rust tests): builds libpora_ffi and pora in
-# release with the simulated disk (`--features sim`), then runs the Go package's vet, tests (plain, -race on the concurrency subset, and
-# GOEXPERIMENT=cgocheck2) and the C example through pora.h alone. Uses the machine's Go (1.26,
+# release with the simulated disk (`tools/go-lib.sh --sim --with-cli`: the library goes to
+# bindings/go/lib/sim/linux_amd64, linked with `-tags pora_sim`), checks that the Go module's copy
+# of pora.h is the crate's, then runs the Go package's vet, tests (plain, -race on the concurrency
+# subset, and GOEXPERIMENT=cgocheck2) and the C example through pora.h alone. Uses the machine's Go (1.26,
 # GOTOOLCHAIN=local; Debian's golang-go is never installed over it). Fails loudly on any failure;
 # never passes by skipping a step.
 #
@@ -29,31 +31,45 @@ export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE
 # The Go tests mine on the simulated disk through the library and compare with `pora mine
 # --method sim`, so both are built for tests with the `sim` feature (a production build of the
 # library leaves it out: bindings/go/README.md).
-step "cargo build --release -p pora-ffi -p pora --features sim"
-cargo build --release -p pora-ffi -p pora --features sim || fail "release build of pora-ffi / pora failed"
+rustup component add llvm-tools >/dev/null 2>&1 || fail "rustup component add llvm-tools failed (tools/go-lib.sh strips with its llvm-objcopy)"
+HOST_TARGET="$(rustc -vV | sed -n 's/^host: //p')"
+step "tools/go-lib.sh --sim --with-cli (cargo build --release -p pora-ffi -p pora --features sim --target $HOST_TARGET)"
+bash tools/go-lib.sh --sim --with-cli "$HOST_TARGET" || fail "release build of pora-ffi / pora failed"
+export PORA_BINARY="${CARGO_TARGET_DIR:-$ROOT/target}/$HOST_TARGET/release/pora"
+[ -x "$PORA_BINARY" ] || fail "no $PORA_BINARY after the build"
+
+step "the Go module's include/pora.h is crates/pora-ffi/include/pora.h"
+cmp crates/pora-ffi/include/pora.h bindings/go/include/pora.h \
+    || fail "bindings/go/include/pora.h differs from crates/pora-ffi/include/pora.h: cp crates/pora-ffi/include/pora.h bindings/go/include/"
+
+step "no Go file refers to a Cargo target directory"
+if grep -rn --include='*.go' -e '\.\./\.\./target' -e '#cgo.*target/' bindings/go; then
+    fail "the Go package must find libpora in its own lib/ (link.go), not in a Cargo target directory"
+fi
 
 cd "$ROOT/bindings/go"
 step "gofmt and go vet"
 unformatted="$(gofmt -l .)"
 [ -z "$unformatted" ] || fail "gofmt would reformat: $unformatted"
 go vet ./... || fail "go vet found problems"
-go build ./... || fail "go build ./... failed"
+go vet -tags pora_sim ./... || fail "go vet -tags pora_sim found problems"
+go build -tags pora_sim ./... || fail "go build ./... failed"
 
-step "go test ./..."
-go test -count=1 -v ./... || fail "go test failed"
+step "go test -tags pora_sim ./..."
+go test -tags pora_sim -count=1 -v ./... || fail "go test failed"
 
 step "go test -race (concurrency, cancellation, close, bad input)"
-go test -count=1 -race -run 'TwoHandles|CloseDuring|BadInput|Cancel|Engine' . || fail "go test -race failed"
+go test -tags pora_sim -count=1 -race -run 'TwoHandles|CloseDuring|BadInput|Cancel|Engine|Overlay' . || fail "go test -race failed"
 
 # Go 1.26 refuses GODEBUG=cgocheck=2 at start-up; the full pointer checks are an experiment now.
 step "GOEXPERIMENT=cgocheck2 go test"
-GOEXPERIMENT=cgocheck2 go test -count=1 -run 'Vector|FindAll|BadInput|CloseDuring|TwoHandles|Engine|Overlay|Encode|Mask|FillEmpty' . \
+GOEXPERIMENT=cgocheck2 go test -tags pora_sim -count=1 -run 'Vector|FindAll|BadInput|CloseDuring|TwoHandles|Engine|Overlay|Encode|Mask|FillEmpty' . \
     || fail "go test with cgocheck2 failed"
 
 step "C example through pora.h"
 cd "$ROOT/bindings/c"
 make -s clean
-make -s run || fail "the C example failed"
+make -s run LIB="$ROOT/bindings/go/lib/sim/linux_amd64/libpora_ffi.a" || fail "the C example failed"
 make -s clean
 
 step "PASS"

@@ -30,12 +30,23 @@ command -v musl-gcc >/dev/null || missing+=(musl-tools)
 command -v file >/dev/null || missing+=(file)
 command -v strings >/dev/null || missing+=(binutils)
 command -v python3 >/dev/null || missing+=(python3)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
 install_missing "${missing[@]}"
-for tool in musl-gcc file objdump strings python3 x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump wine; do
+for tool in musl-gcc file objdump strings python3 pkg-config aarch64-linux-gnu-gcc qemu-aarch64 go x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump wine; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (mingw and Wine are installed by .ci/windows.sh)"
 done
-step "rustup target add $LINUX_TARGET $WIN_TARGET"
+step "rustup target add $LINUX_TARGET $WIN_TARGET; rustup component add llvm-tools"
 rustup target add "$LINUX_TARGET" "$WIN_TARGET" >/dev/null 2>&1 || fail "rustup target add $LINUX_TARGET $WIN_TARGET failed"
+rustup component add llvm-tools >/dev/null 2>&1 || fail "rustup component add llvm-tools failed (tools/dist.sh strips the libraries with its llvm-objcopy)"
+# The Go module's other library targets: one that cannot be installed is a SKIP line naming it
+# and rustup's answer (tools/dist.sh then leaves it out of the archive), never a silent pass.
+for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
+    if ! answer="$(rustup target add "$t" 2>&1)"; then
+        echo "SKIP: $t: rustup target add $t failed: $(tail -n 1 <<<"$answer")"
+    fi
+done
 
 # --- the Wine prefix .ci/windows.sh made: checked before the long build ---
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -179,7 +190,7 @@ c_windows_ok() { # WORKDIR ARCHIVE_DIR
 
 C_EXAMPLE="$ROOT/bindings/c/pora_example.c"
 [ -f "$C_EXAMPLE" ] || fail "no $C_EXAMPLE"
-COMMON=(pora.h README.md LICENSE-MIT LICENSE-APACHE THIRD-PARTY-LICENSES.txt COPYRIGHT-rust-std.html BUILDINFO.txt libpora_ffi.a)
+COMMON=(pora.h pora.pc TARGETS.txt README.md LICENSE-MIT LICENSE-APACHE THIRD-PARTY-LICENSES.txt COPYRIGHT-rust-std.html BUILDINFO.txt libpora_ffi.a)
 
 step "smoke checks"
 check "sha256sum -c SHA256SUMS (in dist/)" sums_ok
@@ -214,6 +225,110 @@ check "libpora_ffi.a (windows-gnu) exports pora_open (objdump -t)" windows_expor
 mkdir -p "$TMP/c-windows"
 cp "$C_EXAMPLE" "$TMP/c-windows/"
 check "C example: mingw with the zip's pora.h + libpora_ffi.a, run under Wine" c_windows_ok "$TMP/c-windows" "$WD"
+
+# --- the Go module archive and a consumer built from it alone, with no Rust toolchain on PATH ---
+GO_TGZ="$ROOT/dist/pora-$VERSION-go.tar.gz"
+G="$TMP/go-module"
+mkdir -p "$G"
+tar -xzf "$GO_TGZ" -C "$G" || fail "extracting $GO_TGZ failed"
+GM="$G/pora-$VERSION-go"
+MODULE="$(sed -n 's/^module //p' "$GM/go.mod")"
+[ "$MODULE" = "$(sed -n 's/^module //p' "$ROOT/bindings/go/go.mod")" ] || fail "the Go archive's module path '$MODULE' is not bindings/go/go.mod's"
+go_targets_ok() { # TARGETS.txt names each library the archive holds, with its true size
+    cat "$GM/TARGETS.txt"
+    local n=0 target dir size sum
+    while read -r target dir size sum; do
+        [[ "$target" == \#* || "$target" == pora || "$target" == SKIP: ]] && continue
+        [ "$(stat -c %s "$GM/lib/$dir/libpora_ffi.a")" = "$size" ] || { echo "$dir: size differs from TARGETS.txt"; return 1; }
+        [ "$(sha256sum <"$GM/lib/$dir/libpora_ffi.a" | cut -d' ' -f1)" = "$sum" ] || { echo "$dir: sha256 differs"; return 1; }
+        n=$((n + 1))
+    done <"$GM/TARGETS.txt"
+    for dir in linux_amd64 linux_amd64_musl windows_amd64; do
+        grep -q "  $dir  " "$GM/TARGETS.txt" || { echo "TARGETS.txt lists no $dir"; return 1; }
+    done
+    [ "$(find "$GM/lib" -name libpora_ffi.a | wc -l)" = "$n" ] || { echo "lib/ holds libraries TARGETS.txt does not list"; return 1; }
+}
+go_layout_ok() { # the module's sources, pora.h, a .pc per library, no test files, no sim library
+    [ -f "$GM/go.mod" ] && [ -f "$GM/link.go" ] && [ -f "$GM/include/pora.h" ] || { echo "no go.mod, link.go or include/pora.h"; return 1; }
+    cmp "$GM/include/pora.h" "$LD/pora.h" || return 1
+    ! find "$GM" -name '*_test.go' | grep . || { echo "test files in the module archive"; return 1; }
+    [ ! -e "$GM/lib/sim" ] || { echo "the archive carries the tests' sim library"; return 1; }
+    local dir
+    for dir in $(cd "$GM/lib" && ls); do
+        PKG_CONFIG_PATH="$GM/pkgconfig" pkg-config --libs "pora-$dir" | grep -q "lib/$dir/libpora_ffi.a" || { echo "pkgconfig/pora-$dir.pc does not name lib/$dir/libpora_ffi.a"; return 1; }
+    done
+}
+check "go.tar.gz: TARGETS.txt lists every library with its size and SHA-256" go_targets_ok
+check "go.tar.gz: module sources, pora.h, a pkg-config file per library, no tests, no sim" go_layout_ok
+
+# The consumer: a fresh module outside the repository requiring $MODULE; the local replace to the
+# unpacked archive stands in for the network. PATH keeps no directory holding cargo or rustc.
+C="$TMP/consumer"
+case "$C/" in "$ROOT"/*) fail "the consumer module $C is inside the repository" ;; esac
+mkdir -p "$C"
+sed "s|@MODULE@|$MODULE|" "$ROOT/.ci/go-consumer/consumer_test.go.tmpl" >"$C/consumer_test.go"
+cat >"$C/go.mod" <<EOF
+module example.com/pora-consumer
+
+go 1.19
+
+require $MODULE v0.0.0
+
+replace $MODULE => $GM
+EOF
+NORUST_PATH=""
+IFS=: read -r -a path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do
+    [ -n "$d" ] && { [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; } && continue
+    NORUST_PATH="${NORUST_PATH:+$NORUST_PATH:}$d"
+done
+VECTOR_FILES=("$ROOT/testdata/esnode-sample.json" "$ROOT/testdata/esnode-encode.json")
+for f in "$ROOT"/../shared/vectors/esnode-sample.json "$ROOT"/../shared/vectors/esnode-encode.json; do
+    [ -f "$f" ] && VECTOR_FILES+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
+done
+GOENV_CONSUMER=(env PATH="$NORUST_PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}" GOPATH="$TMP/gopath")
+norust_ok() { # the PATH the consumer builds with has no Rust toolchain
+    "${GOENV_CONSUMER[@]}" sh -c 'command -v cargo || command -v rustc' && { echo "cargo or rustc is on the consumer's PATH"; return 1; }
+    echo "PATH=$NORUST_PATH: no cargo, no rustc"
+}
+consumer_linux_ok() {
+    cd "$C" || return 1
+    "${GOENV_CONSUMER[@]}" go vet . || return 1
+    mkdir -p "$TMP/consumer-tmp"
+    "${GOENV_CONSUMER[@]}" PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" PORA_CONSUMER_TMP="$TMP/consumer-tmp" \
+        timeout 900 go test -count=1 -v . | tee "$TMP/consumer-linux.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-linux.log"
+}
+consumer_windows_ok() {
+    cd "$C" || return 1
+    "${GOENV_CONSUMER[@]}" GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc go test -c -o consumer.exe . || return 1
+    local vectors="" f
+    for f in "${VECTOR_FILES[@]}"; do vectors="${vectors:+$vectors;}$(winepath -w "$f" 2>/dev/null)"; done
+    mkdir -p "$TMP/consumer-tmp-win"
+    PORA_VECTORS="$vectors" PORA_CONSUMER_TMP="$(winepath -w "$TMP/consumer-tmp-win" 2>/dev/null)" timeout 900 wine ./consumer.exe -test.v -test.count=1 2>/dev/null | tr -d '\r' | tee "$TMP/consumer-windows.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-windows.log"
+}
+consumer_arm64_ok() {
+    cd "$C" || return 1
+    "${GOENV_CONSUMER[@]}" GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc go test -c -o consumer.arm64 . || return 1
+    file consumer.arm64
+    mkdir -p "$TMP/consumer-tmp-arm64"
+    PORA_VECTORS="$(IFS=:; echo "${VECTOR_FILES[*]}")" PORA_CONSUMER_TMP="$TMP/consumer-tmp-arm64" PORA_CONSUMER_METHOD=pread QEMU_LD_PREFIX=/usr/aarch64-linux-gnu \
+        timeout 1200 qemu-aarch64 ./consumer.arm64 -test.v -test.count=1 | tee "$TMP/consumer-arm64.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q '^--- PASS: TestEsNodeVectorsThroughHashAndEngine' "$TMP/consumer-arm64.log"
+}
+check "the consumer's PATH has no cargo or rustc" norust_ok
+check "Go consumer (linux/amd64): requires $MODULE from the archive, es-node vectors and an Engine slot" consumer_linux_ok
+check "Go consumer (windows/amd64): cross-built with mingw from the archive, run under Wine" consumer_windows_ok
+if [ -f "$GM/lib/linux_arm64/libpora_ffi.a" ]; then
+    check "Go consumer (linux/arm64): cross-built with aarch64-linux-gnu-gcc from the archive, run under qemu-aarch64" consumer_arm64_ok
+else
+    echo "SKIP: Go consumer (linux/arm64): the archive has no lib/linux_arm64 ($(grep 'aarch64-unknown-linux-gnu' "$GM/TARGETS.txt" || echo 'not in TARGETS.txt'))"
+fi
+for t in x86_64-apple-darwin aarch64-apple-darwin; do
+    grep -q "^$t " "$GM/TARGETS.txt" || echo "SKIP: $t: $(grep "$t" "$GM/TARGETS.txt" || echo 'not built')"
+done
+echo "dist.sh: Go module targets: $(grep -vE '^(#|pora |SKIP)' "$GM/TARGETS.txt" | awk '{print $1 " " $3 " bytes"}' | paste -sd';' | sed 's/;/; /g')"
 
 total_s=$(($(date +%s) - START_S))
 echo "dist.sh: tools/dist.sh took ${build_s} s, the whole leg ${total_s} s"

@@ -129,12 +129,13 @@ command -v go >/dev/null || fail "go not found (.ci/run installs it)"
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 export GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}"
 # The tests mine on the simulated disk and compare with `pora.exe mine --method sim`, so the
-# library and pora.exe are built with the `sim` feature, in release because the package's cgo
-# directive links target/x86_64-pc-windows-gnu/release/libpora_ffi.a; without LTO and debug info,
-# as .ci/bindings.sh does on Linux, to keep the leg within its time.
-step "cargo build --release --target $WIN_TARGET -p pora-ffi -p pora --features sim (for the Go tests)"
-CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo build --release --target "$WIN_TARGET" -p pora-ffi -p pora --features sim \
+# library and pora.exe are built with the `sim` feature (tools/go-lib.sh --sim puts the library
+# in bindings/go/lib/sim/windows_amd64, linked with -tags pora_sim); without LTO, as
+# .ci/bindings.sh does on Linux, to keep the leg within its time.
+step "tools/go-lib.sh --sim --with-cli $WIN_TARGET (for the Go tests)"
+rustup component add llvm-tools >/dev/null 2>&1 || fail "rustup component add llvm-tools failed (tools/go-lib.sh strips with its llvm-objcopy)"
+CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    bash "$ROOT/tools/go-lib.sh" --sim --with-cli "$WIN_TARGET" \
     || fail "release cross-build of pora-ffi / pora with the sim feature failed"
 GO_WIN=(env GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc)
 GO_OUT="$TARGET_DIR/go-windows"
@@ -144,15 +145,15 @@ step "Go package for windows/amd64: gofmt, go vet, test binaries and porago.exe"
     cd "$ROOT/bindings/go"
     unformatted="$(gofmt -l .)"
     [ -z "$unformatted" ] || fail "gofmt would reformat: $unformatted"
-    "${GO_WIN[@]}" go vet ./... || fail "go vet (GOOS=windows) found problems"
-    "${GO_WIN[@]}" go vet -tags wine . || fail "go vet (GOOS=windows, -tags wine) found problems"
+    "${GO_WIN[@]}" go vet -tags pora_sim ./... || fail "go vet (GOOS=windows) found problems"
+    "${GO_WIN[@]}" go vet -tags wine,pora_sim . || fail "go vet (GOOS=windows, -tags wine) found problems"
     # -tags wine: wine_windows_test.go lets t.TempDir's cleanup work under Wine 8 (see there);
     # it reaches a switch inside Go's std, which the linker allows only with -checklinkname=0.
-    "${GO_WIN[@]}" go test -c -tags wine -ldflags=-checklinkname=0 -o "$GO_OUT/pora_test.exe" . \
+    "${GO_WIN[@]}" go test -c -tags wine,pora_sim -ldflags=-checklinkname=0 -o "$GO_OUT/pora_test.exe" . \
         || fail "cross-compiling the Go tests failed"
     "${GO_WIN[@]}" go test -c -o "$GO_OUT/keccak_test.exe" ./internal/keccak \
         || fail "cross-compiling the Go Keccak tests failed"
-    "${GO_WIN[@]}" go build -o "$GO_OUT/porago.exe" ./cmd/porago || fail "cross-building porago.exe failed"
+    "${GO_WIN[@]}" go build -tags pora_sim -o "$GO_OUT/porago.exe" ./cmd/porago || fail "cross-building porago.exe failed"
 ) || exit 1
 # The tests compare with the Windows pora.exe (and porago.exe), found through these variables.
 PORA_BINARY="$(winepath -w "$TARGET_DIR/$WIN_TARGET/release/pora.exe")" || fail "winepath failed"

@@ -16,6 +16,7 @@ SLOT=${SLOT:-12} PAIRS=${PAIRS:-3} COLD=${COLD:-1} NONCES=${NONCES:-1048576}
 PORA=target/release/pora PORAGO=target/release/porago
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
 cargo build --release -p pora -p pora-ffi >&2
+tools/go-lib.sh >&2 # porago links bindings/go/lib/<goos>_<goarch>, the production library
 (cd bindings/go && go build -o "$ROOT/$PORAGO" ./cmd/porago)
 if [ ! -e "$SHARD" ]; then
     mkdir -p "$(dirname "$SHARD")"

@@ -5,7 +5,7 @@
 # PAIRS pairs (default 6), order alternating per pair: no overlay vs an overlay of KVS (default
 # 256) of the shard's KVs spread evenly. Prints samples/s per run and the median with/without
 # ratio. FILE defaults to /tmp/pora-bench/shard0-1g.dat (created by `pora create` if missing).
-# Needs libpora_ffi built first: cargo build --release -p pora-ffi -p pora.
+# Needs the Go package's library built first: tools/go-lib.sh (bindings/go/lib/<goos>_<goarch>).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 FILE=${1:-/tmp/pora-bench/shard0-1g.dat} PAIRS=${PAIRS:-6} KVS=${KVS:-256}

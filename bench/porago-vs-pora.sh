@@ -33,6 +33,7 @@ command -v go >/dev/null || { echo "porago-vs-pora: go is not installed (apt-get
 command -v python3 >/dev/null || { echo "porago-vs-pora: python3 is needed to read JSON" >&2; exit 2; }
 echo "building pora, libpora_ffi and porago ..." >&2
 cargo build --release -p pora -p pora-ffi >&2
+tools/go-lib.sh >&2 # porago links bindings/go/lib/<goos>_<goarch>, the production library
 (cd bindings/go && go build -o "$ROOT/$PORAGO" ./cmd/porago)
 ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 

@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # tools/dist.sh: builds pora's release archives, reproducibly, into dist/:
-#   dist/pora-<version>-x86_64-unknown-linux-musl.tar.gz  static pora, libpora_ffi.a (musl), pora.h
-#   dist/pora-<version>-x86_64-pc-windows-gnu.zip         pora.exe, libpora_ffi.a (windows-gnu), pora.h
+#   dist/pora-<version>-x86_64-unknown-linux-musl.tar.gz  static pora, libpora_ffi.a (musl), pora.h, pora.pc
+#   dist/pora-<version>-x86_64-pc-windows-gnu.zip         pora.exe, libpora_ffi.a (windows-gnu), pora.h, pora.pc
+#   (each with TARGETS.txt: "target go-directory bytes sha256" of its libpora_ffi.a)
+#   dist/pora-<version>-go.tar.gz                         the Go module (bindings/go, module path in its
+#                                                         go.mod) with lib/<goos>_<goarch>/libpora_ffi.a for
+#                                                         every target below that built, include/pora.h,
+#                                                         pkgconfig/pora-<goos>_<goarch>.pc, TARGETS.txt
+#   dist/TARGETS.txt                                      each target: its library's size and SHA-256, or SKIP
 #   dist/SHA256SUMS                                       `sha256sum -c SHA256SUMS` inside dist/
+# Library targets (pora-ffi only): x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu,
+# x86_64-apple-darwin, aarch64-apple-darwin, besides the musl and windows-gnu builds above. A
+# target whose standard library is not installed is a "SKIP: <target>: <why>" line (stderr and
+# TARGETS.txt), never a silent pass; an installed target that fails to build fails the run.
+# Every libpora_ffi.a is stripped of debug info and embedded LLVM bitcode (llvm-objcopy, rustup
+# component llvm-tools): a consumer links it and needs none; the tar.gz/zip also carry pora.pc (pkg-config).
 # Each archive also holds README.md, LICENSE-MIT, LICENSE-APACHE, THIRD-PARTY-LICENSES.txt
 # (tools/third_party_licenses.py), COPYRIGHT-rust-std.html (the Rust toolchain's notices for the
 # standard library) and BUILDINFO.txt (commit, rustc, how to rebuild). docs/release.md says more.
@@ -33,6 +45,9 @@ cd "$ROOT"
 export LC_ALL=C TZ=UTC
 LINUX_TARGET=x86_64-unknown-linux-musl
 WIN_TARGET=x86_64-pc-windows-gnu
+# Targets built for the Go module only (the library, no CLI); their Go directory names are
+# tools/go-lib.sh's.
+LIB_TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin)
 PACKAGES=(pora pora-ffi)
 PKG_ARGS=(-p pora -p pora-ffi)
 START_S=$(date +%s)
@@ -56,13 +71,23 @@ esac
 [ $# -le 1 ] || fail "too many arguments (usage: tools/dist.sh [--check-reproducible])"
 
 # --- tools ---
-for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy; do
-    command -v "$tool" >/dev/null || fail "'$tool' not found (musl-gcc: apt-get install musl-tools; x86_64-w64-mingw32-gcc: gcc-mingw-w64-x86-64; strings: binutils)"
+for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy aarch64-linux-gnu-gcc; do
+    command -v "$tool" >/dev/null || fail "'$tool' not found (musl-gcc: apt-get install musl-tools; x86_64-w64-mingw32-gcc: gcc-mingw-w64-x86-64; aarch64-linux-gnu-gcc: gcc-aarch64-linux-gnu; strings: binutils)"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
 SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
 for t in "$LINUX_TARGET" "$WIN_TARGET"; do
     [ -d "$SYSROOT/lib/rustlib/$t/lib" ] || fail "Rust target $t is not installed (rustup target add $t)"
+done
+OBJCOPY="$SYSROOT/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy"
+[ -x "$OBJCOPY" ] || fail "no $OBJCOPY (rustup component add llvm-tools): it strips the libraries' debug info"
+BUILT_LIB_TARGETS=()
+for t in "${LIB_TARGETS[@]}"; do
+    if [ -d "$SYSROOT/lib/rustlib/$t/lib" ]; then
+        BUILT_LIB_TARGETS+=("$t")
+    else
+        echo "SKIP: $t: its Rust standard library is not installed (rustup target add $t)" >&2
+    fi
 done
 RUST_STD_NOTICES="$SYSROOT/share/doc/rust/COPYRIGHT-library.html"
 [ -f "$RUST_STD_NOTICES" ] || fail "the toolchain has no $RUST_STD_NOTICES (the standard library's licence notices the archives carry)"
@@ -81,6 +106,8 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "dist.sh: warning: the working tree has uncommitted changes: the archives are not commit $COMMIT's" >&2
 fi
 export SOURCE_DATE_EPOCH="$EPOCH" PORA_BUILD_COMMIT="$COMMIT"
+MODULE_PATH="$(sed -n 's/^module //p' bindings/go/go.mod)"
+[ -n "$MODULE_PATH" ] || fail "bindings/go/go.mod names no module"
 
 # Only the workspace's own [profile.release] and these flags: drop anything from the caller's
 # environment that would change the code (profile overrides, extra rustflags, incremental).
@@ -89,6 +116,107 @@ unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_INCREMENTAL 
 
 CARGO_HOME_DIR="${CARGO_HOME:-$HOME/.cargo}"
 CARGO_HOME_DIR="$(cd "$CARGO_HOME_DIR" && pwd)" || fail "CARGO_HOME $CARGO_HOME_DIR does not exist"
+
+# go_dir TARGET: the Go module's library directory of a Rust target (tools/go-lib.sh's names).
+go_dir() {
+    case "$1" in
+        x86_64-unknown-linux-gnu) echo linux_amd64 ;;
+        x86_64-unknown-linux-musl) echo linux_amd64_musl ;;
+        aarch64-unknown-linux-gnu) echo linux_arm64 ;;
+        x86_64-pc-windows-gnu) echo windows_amd64 ;;
+        x86_64-apple-darwin) echo darwin_amd64 ;;
+        aarch64-apple-darwin) echo darwin_arm64 ;;
+        *) fail "no Go directory for target $1" ;;
+    esac
+}
+
+# strip_lib IN OUT: the static library without debug info and without the LLVM bitcode rustc
+# embeds in each object for LTO (ELF/COFF .llvmbc, Mach-O __LLVM,__bitcode): a C or Go linker
+# reads neither, and they are most of the bytes (docs/release.md has the sizes).
+strip_lib() {
+    [ -f "$1" ] || fail "the build left no $1"
+    mkdir -p "$(dirname "$2")"
+    "$OBJCOPY" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
+        --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$1" "$2" \
+        || fail "llvm-objcopy --strip-debug $1 failed"
+}
+
+# write_pc FILE TARGET PREFIX [LIBDIR INCLUDEDIR]: a pkg-config file for TARGET's static library;
+# Libs has the system libraries it needs (the same as bindings/go/link.go and bindings/c).
+write_pc() {
+    local libs
+    case "$2" in
+        *-linux-*) libs="-ldl -lm -lpthread" ;;
+        *-windows-*) libs="-lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32" ;;
+        *-apple-*) libs="-lm -lpthread" ;;
+        *) fail "no system libraries known for $2" ;;
+    esac
+    cat >"$1" <<EOF
+prefix=$3
+includedir=${5:-\${prefix\}}
+libdir=${4:-\${prefix\}}
+
+Name: pora
+Description: libpora, the EthStorage storage-proof mining engine (static library for $2)
+URL: https://$MODULE_PATH
+Version: $VERSION
+Cflags: -I\${includedir}
+Libs: \${libdir}/libpora_ffi.a $libs
+EOF
+}
+
+# stage_go_module WORK TARGET_DIR: WORK/pora-<version>-go, the Go module of bindings/go (its
+# committed non-test files) with every built target's stripped library in lib/<goos>_<goarch>,
+# pkg-config files, licences and TARGETS.txt (what each library is, its size, or why it is not).
+stage_go_module() {
+    local work="$1" target_dir="$2" stage="$1/pora-$VERSION-go" f target dir size sum
+    step "staging pora-$VERSION-go (the Go module with its libraries)"
+    mkdir -p "$stage"
+    while IFS= read -r f; do
+        mkdir -p "$stage/$(dirname "$f")"
+        cp "$ROOT/bindings/go/$f" "$stage/$f"
+    done < <(cd "$ROOT/bindings/go" && git ls-files | grep -v '_test\.go$')
+    [ -f "$stage/go.mod" ] && [ -f "$stage/include/pora.h" ] || fail "bindings/go has no committed go.mod or include/pora.h"
+    cmp -s "$stage/include/pora.h" crates/pora-ffi/include/pora.h || fail "bindings/go/include/pora.h differs from crates/pora-ffi/include/pora.h"
+    {
+        echo "pora $VERSION Go module $MODULE_PATH, commit $COMMIT"
+        echo "# target  go-directory  bytes  sha256 (libpora_ffi.a, stripped of debug info)"
+    } >"$stage/TARGETS.txt"
+    mkdir -p "$stage/pkgconfig"
+    for target in "$LINUX_TARGET" "$WIN_TARGET" "${BUILT_LIB_TARGETS[@]}"; do
+        dir="$(go_dir "$target")"
+        strip_lib "$target_dir/$target/release/libpora_ffi.a" "$stage/lib/$dir/libpora_ffi.a"
+        write_pc "$stage/pkgconfig/pora-$dir.pc" "$target" '${pcfiledir}/..' "\${prefix}/lib/$dir" '${prefix}/include'
+        python3 tools/third_party_licenses.py --target "$target" "${PACKAGES[@]/#/--package=}" \
+            --out "$stage/lib/$dir/THIRD-PARTY-LICENSES.txt" || fail "writing THIRD-PARTY-LICENSES.txt for $target failed"
+        size="$(stat -c %s "$stage/lib/$dir/libpora_ffi.a")"
+        sum="$(sha256sum <"$stage/lib/$dir/libpora_ffi.a" | cut -d' ' -f1)"
+        echo "$target  $dir  $size  $sum" >>"$stage/TARGETS.txt"
+    done
+    for target in "${LIB_TARGETS[@]}"; do
+        [[ " ${BUILT_LIB_TARGETS[*]} " == *" $target "* ]] \
+            || echo "SKIP: $target: its Rust standard library is not installed (rustup target add $target)" >>"$stage/TARGETS.txt"
+    done
+    cp LICENSE-MIT LICENSE-APACHE "$stage/"
+    cp "$RUST_STD_NOTICES" "$stage/COPYRIGHT-rust-std.html"
+    cat >"$stage/BUILDINFO.txt" <<EOF
+pora $VERSION Go module ($MODULE_PATH)
+commit: $COMMIT
+rustc: $RUSTC_VERSION
+SOURCE_DATE_EPOCH: $EPOCH
+libraries: cargo build (musl, windows-gnu) or cargo rustc --crate-type staticlib (the others)
+           --release --locked --target TARGET -p pora-ffi, then llvm-objcopy --strip-debug
+           --remove-section=.llvmbc (default features: no sim); musl and windows-gnu: the
+           workspace's [profile.release], as in their archives; the others: lto off, debug 0,
+           codegen-units 16 (tools/dist.sh)
+use: require $MODULE_PATH in go.mod; until the module is fetched from the network,
+     replace $MODULE_PATH => <this folder> (bindings/go/README.md)
+EOF
+    find "$stage" -type d -exec chmod 0755 {} +
+    find "$stage" -type f -exec chmod 0644 {} +
+    find "$stage" -exec touch -h -d "@$EPOCH" {} +
+    cat "$stage/TARGETS.txt" >&2
+}
 
 # build_dist TARGET_DIR OUT_DIR: builds both targets in TARGET_DIR and writes the two archives
 # and SHA256SUMS into OUT_DIR (replaced).
@@ -126,6 +254,22 @@ build_dist() {
             cargo build --release --locked --target "$target" "${PKG_ARGS[@]}" \
             || fail "cargo build --release --target $target failed"
     done
+    # Only the static library (`cargo rustc --crate-type staticlib`): the crate's cdylib would
+    # need each target's linker (none here for macOS). The library-only targets build without
+    # LTO, debug info or few codegen units: the debug
+    # info would be stripped anyway, a consumer's linker drops what it does not call, and these
+    # four full builds must stay within CI's time (the stripped library is ~13 MB instead of ~10).
+    for target in "${BUILT_LIB_TARGETS[@]}"; do
+        step "cargo rustc --release --locked --target $target -p pora-ffi --crate-type staticlib (lto off, no debug info; target dir $target_dir)"
+        CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+            CARGO_TARGET_DIR="$target_dir" \
+            CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${rustflags[*]}")" \
+            CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
+            CFLAGS_aarch64_unknown_linux_gnu="${cflags[*]}" \
+            CFLAGS_x86_64_unknown_linux_gnu="${cflags[*]}" \
+            cargo rustc --release --locked --target "$target" -p pora-ffi --lib --crate-type staticlib \
+            || fail "cargo rustc --release --target $target -p pora-ffi --crate-type staticlib failed"
+    done
 
     work="$(mktemp -d "${TMPDIR:-/tmp}/pora-dist.XXXXXX")"
     local name stage
@@ -137,10 +281,12 @@ build_dist() {
         step "staging $name"
         mkdir -p "$stage"
         local built="$target_dir/$target/release"
-        for f in "$built/$bin" "$built/libpora_ffi.a"; do
-            [ -f "$f" ] || fail "the build left no $f"
-            cp "$f" "$stage/"
-        done
+        [ -f "$built/$bin" ] || fail "the build left no $built/$bin"
+        cp "$built/$bin" "$stage/"
+        strip_lib "$built/libpora_ffi.a" "$stage/libpora_ffi.a"
+        write_pc "$stage/pora.pc" "$target" '${pcfiledir}'
+        echo "$target  $(go_dir "$target")  $(stat -c %s "$stage/libpora_ffi.a")  $(sha256sum <"$stage/libpora_ffi.a" | cut -d' ' -f1)" \
+            >"$stage/TARGETS.txt"
         if [ "$target" = "$WIN_TARGET" ]; then
             # rustc names the import libraries it makes for raw-dylib imports after their path
             # (target/.../deps/rustcXXXXXX/, a random temp dir), and ld copies those names into
@@ -181,6 +327,8 @@ EOF
         find "$stage" -exec touch -h -d "@$EPOCH" {} +
     done
 
+    stage_go_module "$work" "$target_dir"
+
     rm -rf "$out_dir"
     mkdir -p "$out_dir"
     out_dir="$(cd "$out_dir" && pwd)"
@@ -215,7 +363,13 @@ with zipfile.ZipFile(out, "w") as z:
             with open(full, "rb") as f:
                 z.writestr(info, f.read(), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
 EOF
-    (cd "$out_dir" && sha256sum "$tgz" "$zip" >SHA256SUMS) || fail "writing SHA256SUMS failed"
+    local gotgz="pora-$VERSION-go.tar.gz"
+    step "writing $out_dir/$gotgz"
+    (cd "$work" && tar --create --format=ustar --sort=name --owner=0 --group=0 --numeric-owner \
+        --mtime="@$EPOCH" --file=- "pora-$VERSION-go") | gzip -9 -n >"$out_dir/$gotgz" \
+        || fail "writing $gotgz failed"
+    cp "$work/pora-$VERSION-go/TARGETS.txt" "$out_dir/TARGETS.txt"
+    (cd "$out_dir" && sha256sum "$tgz" "$zip" "$gotgz" >SHA256SUMS) || fail "writing SHA256SUMS failed"
     rm -rf "$work"
     step "wrote $out_dir: $(cd "$out_dir" && ls | tr '\n' ' ')"
 }

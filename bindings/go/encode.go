@@ -8,7 +8,7 @@
 // the memory it points to holds no Go pointers (a []byte or [N]byte never does). pora keeps
 // nothing after the call returns, so nothing needs pinning beyond the call, and the caller may
 // reuse the slice at once.
-package pora
+package porago
 
 /*
 #include <stdlib.h>
@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -63,14 +65,73 @@ func EncodeKey(commit [32]byte, kvIdx uint64, miner [20]byte) [32]byte {
 }
 
 // Mask writes the BLOB_POSEIDON mask of key (raw, as EncodeKey returns it) into out, which must
-// be exactly KVSize bytes: the bytes an empty KV holds on disk. About 35-40 ms of one core;
-// safe to call from many goroutines at once. A wrong length is ErrInvalidArgument and out is
+// be exactly KVSize bytes: the bytes an empty KV holds on disk. About 5 ms of one core with
+// AVX-512 IFMA, 27 ms without (docs/BENCHMARKS.md 20); safe to call from many goroutines at once. A wrong length is ErrInvalidArgument and out is
 // left as it was.
 func Mask(key [32]byte, out []byte) error {
 	var msg C.PoraBuf
 	status := C.pora_mask(goBytes(key[:]), goOut(out), C.size_t(len(out)), &msg)
 	_, err := result("mask", status, &msg)
 	return err
+}
+
+// EncodeKernel names the encoder's multiply kernel for this process ("portable", "adx" or
+// "ifma"), chosen once (the fastest this CPU runs, or PORA_ENCODE_ARITH) and checked, with every
+// kernel this CPU could run. A bad PORA_ENCODE_ARITH (an unknown name, or a kernel this CPU
+// lacks) is ErrInvalidArgument naming the variable: call it (or NewEncoder) before writing the
+// first KV, so a bad setting stops the program there rather than failing every mask later.
+func EncodeKernel() (kernel string, supported []string, err error) {
+	var out C.PoraBuf
+	data, err := result("encode kernel", C.pora_encode_kernel(&out), &out)
+	if err != nil {
+		return "", nil, err
+	}
+	var rec struct {
+		Kernel    string   `json:"kernel"`
+		Supported []string `json:"supported"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return "", nil, fmt.Errorf("pora encode kernel: reading the result: %w", err)
+	}
+	return rec.Kernel, rec.Supported, nil
+}
+
+// Encoder is the encoder with its kernel checked once: NewEncoder fails on a bad
+// PORA_ENCODE_ARITH, so its methods fail only on a wrong buffer length (which leaves the
+// buffers as they were). Safe for concurrent use.
+type Encoder struct {
+	// Kernel is the multiply kernel every mask of this process runs on.
+	Kernel string
+}
+
+// NewEncoder checks the encoder's kernel (EncodeKernel) and returns an Encoder.
+func NewEncoder() (*Encoder, error) {
+	kernel, _, err := EncodeKernel()
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{Kernel: kernel}, nil
+}
+
+// Mask is the package's Mask: the mask of key into out (exactly KVSize bytes).
+func (e *Encoder) Mask(key [32]byte, out []byte) error { return Mask(key, out) }
+
+// EncodeBlob is es-node's EncodeChunk(KVSize, blob, 3, key) into a buffer the caller owns: out
+// (exactly KVSize bytes) becomes the stored bytes of blob, which may be shorter than a KV and is
+// zero-padded to one as es-node pads it (its trailing KVSize-len(blob) bytes are the mask's). A
+// blob longer than a KV or an out of another length is ErrInvalidArgument and out is left as it
+// was. blob and out must not overlap.
+func (e *Encoder) EncodeBlob(key [32]byte, blob, out []byte) error {
+	if len(blob) > KVSize {
+		return &Error{Status: StatusInvalidArgument, Op: "encode blob", Message: fmt.Sprintf("blob: %d bytes, at most %d", len(blob), KVSize)}
+	}
+	if err := Mask(key, out); err != nil {
+		return err
+	}
+	for i, b := range blob {
+		out[i] ^= b
+	}
+	return nil
 }
 
 // EncodeKV is es-node's EncodeChunk(KVSize, data, 3, key) in place: data, exactly KVSize bytes,
@@ -102,11 +163,13 @@ type FillReport struct {
 	// KVs is how many KVs were written; Skipped those of the range left alone (they already
 	// held their mask, or a blob). Refilled counts KVs marked filled that did not hold their
 	// mask and were written again (part of KVs).
-	KVs      uint64  `json:"kvs"`
-	Skipped  uint64  `json:"skipped"`
-	Refilled uint64  `json:"refilled"`
-	Seconds  float64 `json:"seconds"`
-	Threads  int     `json:"threads"`
+	KVs      uint64 `json:"kvs"`
+	Skipped  uint64 `json:"skipped"`
+	Refilled uint64 `json:"refilled"`
+	// Kernel is the encoder's multiply kernel every mask ran on (EncodeKernel).
+	Kernel  string  `json:"kernel"`
+	Seconds float64 `json:"seconds"`
+	Threads int     `json:"threads"`
 	// MsPerKVPerCore is wall time per KV times threads.
 	MsPerKVPerCore float64 `json:"msPerKvPerCore"`
 	// CPUSeconds and CPUMsPerKV are the process's CPU time, where the OS reports it.
@@ -122,29 +185,106 @@ type FillReport struct {
 // --fill empty --resume --kv-range A..B` does with flags matching the file's header. KVs
 // already holding their mask are skipped and KVs holding a blob are never touched, so a call
 // may be repeated or resumed after an interruption. threads mask workers, 1 to 256 or 0 for
-// every CPU. It blocks until done (about 35-40 ms of one core per KV): run it on its own goroutine.
+// every CPU. It blocks until done (about 5 ms of one core per KV with IFMA, 27 ms without): run it on its own goroutine.
 //
 // Refused before anything is written, with a message naming the file and field: a file that is
 // not an encodeType-3 data file with 128 KiB KVs (ErrShard), a range empty or outside the
 // file's KVs (ErrInvalidArgument), a missing or unreadable file (ErrIO).
 func FillEmpty(path string, kvStart, kvEnd uint64, threads int) (FillReport, error) {
-	// pora checks the upper bound; here only what would not survive the conversion to uint32.
-	if threads < 0 || uint64(threads) > math.MaxUint32 {
-		return FillReport{}, &Error{Status: StatusInvalidArgument, Op: "fill empty",
-			Message: fmt.Sprintf("threads %d: 0 (every CPU) up to 256", threads)}
+	if err := checkFillThreads("fill empty", threads); err != nil {
+		return FillReport{}, err
 	}
 	p, owned := newCBytes([]byte(path))
 	defer owned.free()
 	var out C.PoraBuf
 	status := C.pora_fill_empty(p, C.uint64_t(kvStart), C.uint64_t(kvEnd), C.uint32_t(threads), &out)
-	data, err := result("fill empty", status, &out)
+	return fillReport("fill empty", status, &out)
+}
+
+// FillEmptyKVs fills exactly the KVs kvIdxs (global indices, any order, none twice) of the
+// existing encodeType-3 data file at path with their empty masks and marks each "filled,
+// commit 0", whatever the file holds there: es-node's CommitEmptyBlobs view, where the contract
+// says which KVs are empty (es-node v0.2.10 overwrites such a KV; FillEmpty skips one whose meta
+// entry says it holds a blob or its mask). Nothing is skipped (Skipped 0); KVStart..KVEnd is the
+// span of kvIdxs. Refused before anything is written, as FillEmpty is, and for an empty list, a
+// KV named twice or one outside the file (ErrInvalidArgument).
+func FillEmptyKVs(path string, kvIdxs []uint64, threads int) (FillReport, error) {
+	if err := checkFillThreads("fill empty kvs", threads); err != nil {
+		return FillReport{}, err
+	}
+	if len(kvIdxs) == 0 {
+		return FillReport{}, &Error{Status: StatusInvalidArgument, Op: "fill empty kvs", Message: "kvIdxs: no KV named"}
+	}
+	p, owned := newCBytes([]byte(path))
+	defer owned.free()
+	kvs := (*C.uint64_t)(C.malloc(C.size_t(len(kvIdxs)) * 8))
+	defer C.free(unsafe.Pointer(kvs))
+	copy(unsafe.Slice((*uint64)(unsafe.Pointer(kvs)), len(kvIdxs)), kvIdxs)
+	var out C.PoraBuf
+	status := C.pora_fill_empty_kvs(p, kvs, C.size_t(len(kvIdxs)), C.uint32_t(threads), &out)
+	return fillReport("fill empty kvs", status, &out)
+}
+
+// checkFillThreads refuses what would not survive the conversion to uint32 (pora checks 256).
+func checkFillThreads(op string, threads int) error {
+	if threads < 0 || uint64(threads) > math.MaxUint32 {
+		return &Error{Status: StatusInvalidArgument, Op: op, Message: fmt.Sprintf("threads %d: 0 (every CPU) up to 256", threads)}
+	}
+	return nil
+}
+
+func fillReport(op string, status uint32, out *C.PoraBuf) (FillReport, error) {
+	data, err := result(op, status, out)
 	if err != nil {
 		return FillReport{}, err
 	}
 	var report FillReport
 	if err := json.Unmarshal(data, &report); err != nil {
-		return FillReport{}, fmt.Errorf("pora fill empty: reading the result: %w", err)
+		return FillReport{}, fmt.Errorf("pora %s: reading the result: %w", op, err)
 	}
 	report.Raw = data
 	return report, nil
+}
+
+// MaskKVs computes the empty masks of the KVs kvIdxs (global indices) of miner on threads
+// goroutines (0 = runtime.NumCPU()) and hands each to write, one call at a time, in the order
+// of kvIdxs: for a caller that writes its data file itself, under its own lock (es-node's
+// DataFile keeps its file private). mask is the encoder's buffer, valid only during the call:
+// write copies or writes it out. The first error of write stops the work and is returned; no
+// later KV is handed over.
+func (e *Encoder) MaskKVs(miner [20]byte, kvIdxs []uint64, threads int, write func(kvIdx uint64, mask []byte) error) error {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	// Batches of `threads` masks computed at once, then written in order: no mask is computed
+	// that a failed write would leave unused beyond one batch, and no goroutine outlives the call.
+	masks := make([][]byte, threads)
+	errs := make([]error, threads)
+	for i := range masks {
+		masks[i] = make([]byte, KVSize)
+	}
+	for start := 0; start < len(kvIdxs); start += threads {
+		batch := kvIdxs[start:]
+		if len(batch) > threads {
+			batch = batch[:threads]
+		}
+		var wg sync.WaitGroup
+		for i, kv := range batch {
+			wg.Add(1)
+			go func(i int, kv uint64) {
+				defer wg.Done()
+				errs[i] = Mask(EncodeKey([32]byte{}, kv, miner), masks[i])
+			}(i, kv)
+		}
+		wg.Wait()
+		for i, kv := range batch {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if err := write(kv, masks[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -2,7 +2,7 @@
 // testdata/esnode-encode.json, decode(encode(x)) == x on random data, Mask and EncodeKey equal to
 // the `pora mask` binary, FillEmpty byte-identical to `pora create --fill empty --kv-range`, and
 // bad input refused without touching the caller's bytes or the file.
-package pora
+package porago
 
 import (
 	"bytes"
@@ -200,7 +200,7 @@ func TestEncodeDecodeRoundTripOnRandomData(t *testing.T) {
 
 func TestMaskAndEncodeKeyEqualPoraMask(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Fatal("target/release/pora is not built (cargo build --release -p pora-ffi -p pora --features sim)")
+		t.Fatal("PORA_BINARY names no pora binary (.ci/bindings.sh sets it to the pora that `tools/go-lib.sh --sim --with-cli` builds)")
 	}
 	dir := t.TempDir()
 	seed := time.Now().UnixNano()
@@ -244,7 +244,7 @@ func createArgs(file string, fill ...string) []string {
 
 func TestFillEmptyEqualsCreateFillEmpty(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Fatal("target/release/pora is not built (cargo build --release -p pora-ffi -p pora --features sim)")
+		t.Fatal("PORA_BINARY names no pora binary (.ci/bindings.sh sets it to the pora that `tools/go-lib.sh --sim --with-cli` builds)")
 	}
 	dir := t.TempDir()
 	ours := filepath.Join(dir, "ours.dat")

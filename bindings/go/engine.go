@@ -1,18 +1,45 @@
 // Engine: pora as the mining engine inside es-node's miner. es-node's worker hands each shard's
 // task (its whole nonce range, the randao, requiredDiff and the slot deadline) to MineTask and
 // keeps everything after a found nonce (getMiningData, the prover, resultMap, notify) as it is.
-package pora
+// The blob cache reaches the engine by KV index (PutKV, DropKV) with a cheap identity of each
+// blob (es-node's commit), so a task costs nothing for cached KVs that did not change.
+package porago
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/big"
+	"sort"
 	"sync"
 	"time"
 )
+
+// FindPolicy says which valid nonce MineTask answers. Any valid nonce earns the reward; the two
+// differ in which one and in cost.
+type FindPolicy int
+
+const (
+	// FirstInTime stops at the first valid nonce pora's workers find in time. Its workers run
+	// many nonces at once, so this is not always the lowest valid nonce of the range (nor
+	// es-node's own loop's answer, which walks each thread's nonces in order), and two runs may
+	// answer different valid nonces. The cheapest: the task ends at the first find.
+	FirstInTime FindPolicy = iota
+	// LowestInRange tries every nonce of the range (up to the deadline) and answers the lowest
+	// valid one: deterministic when the whole range is tried (NoncesTried = NonceEnd -
+	// NonceStart), at the cost of mining the whole range even after a find (docs/BENCHMARKS.md).
+	LowestInRange
+)
+
+func (f FindPolicy) String() string {
+	switch f {
+	case FirstInTime:
+		return "first-in-time"
+	case LowestInRange:
+		return "lowest-in-range"
+	}
+	return fmt.Sprintf("FindPolicy(%d)", int(f))
+}
 
 // Task is one shard's mining task as es-node's worker holds it (taskItem): es-node's thread
 // split is pora's business, so one task covers the shard's whole nonce range.
@@ -29,10 +56,13 @@ type Task struct {
 	Deadline time.Time
 	// BlockNumber is written into the record's slot field.
 	BlockNumber uint64
+	// Find is the find policy (the zero value: FirstInTime).
+	Find FindPolicy
 }
 
-// TaskResult is what es-node's mineTask needs back: the first valid nonce with its sample
-// indices (everything after it is es-node's), and its miningStates from exact counts.
+// TaskResult is what es-node's mineTask needs back: a valid nonce chosen by the task's
+// FindPolicy, with its sample indices (everything after it is es-node's), and its miningStates
+// from exact counts.
 type TaskResult struct {
 	Found bool
 	Nonce uint64
@@ -56,18 +86,43 @@ type TaskResult struct {
 // yet finalized into the data file.
 type CachedKV struct {
 	KvIdx uint64
-	// Data is the KV's encoded bytes (maxKvSize).
+	// Commit identifies the bytes: es-node's commit of the blob, or any value that changes
+	// whenever Data changes. The engine compares it, never Data.
+	Commit [32]byte
+	// Data is the KV's encoded bytes (maxKvSize); read only when Commit differs from the one
+	// last put for KvIdx.
 	Data []byte
 }
 
 // Engine mines one shard for es-node: one per shard, so the shards' tasks run concurrently as
-// es-node runs them. Safe for concurrent use; one task at a time per engine.
+// es-node runs them. Safe for concurrent use; one task at a time per engine, and the cache may
+// change while a task runs (the task keeps the overlay it started with).
 type Engine struct {
 	shards  *Shards
 	overlay *Overlay
-	mu      sync.Mutex
-	// digests of the cached KVs put into the overlay, so an unchanged blob is not copied again.
-	digests map[uint64][32]byte
+	shard   uint64
+	// task serialises MineTask; cache guards cached (PutKV during a task does not wait).
+	task, cache sync.Mutex
+	// cached are the KVs in the overlay by index: a put with the same commit copies nothing.
+	cached map[uint64]*cachedEntry
+	// listing counts SyncCache calls: an entry listed by the current one carries its number.
+	listing uint64
+	// lastList is the last SyncCache's list (index and commit, in its order) when nothing
+	// changed the cache since: the same list again is then one comparison per KV, no lookup.
+	lastList []cachedKey
+}
+
+// cachedKey is what SyncCache compares of a listed KV.
+type cachedKey struct {
+	kvIdx  uint64
+	commit [32]byte
+}
+
+// cachedEntry is one KV the overlay holds.
+type cachedEntry struct {
+	commit [32]byte
+	// listed is the SyncCache call that last listed it.
+	listed uint64
 }
 
 // stopPoll is how often MineTask looks at es-node's isRunning: a stopped miner ends the slot
@@ -90,53 +145,159 @@ func OpenEngine(files []string, opts Options) (*Engine, error) {
 		shards.Close()
 		return nil, err
 	}
-	return &Engine{shards: shards, overlay: overlay, digests: map[uint64][32]byte{}}, nil
+	return &Engine{shards: shards, overlay: overlay, shard: shards.ShardIdxs[0], cached: map[uint64]*cachedEntry{}}, nil
 }
 
 // Shards is the engine's opened shard set (its Choice says how it reads).
 func (e *Engine) Shards() *Shards { return e.shards }
 
-// SyncCache makes the engine's overlay hold exactly kvs: new or changed blobs are copied in,
-// blobs that left the cache are dropped. Call it before each task with the cache's entries.
+// PutKV tells the engine that es-node's blob cache holds KV kvIdx (global KV index) with the
+// encoded bytes data, identified by commit (es-node's commit of the blob). When commit equals
+// the one last put for kvIdx, nothing is read or copied and changed is false; otherwise the
+// bytes are copied into the overlay once (about 0.1 ms for 128 KiB) and later tasks sample them.
+func (e *Engine) PutKV(kvIdx uint64, commit [32]byte, data []byte) (changed bool, err error) {
+	e.cache.Lock()
+	defer e.cache.Unlock()
+	return e.putLocked(kvIdx, commit, data)
+}
+
+func (e *Engine) putLocked(kvIdx uint64, commit [32]byte, data []byte) (bool, error) {
+	entry := e.cached[kvIdx]
+	if entry != nil && entry.commit == commit {
+		return false, nil
+	}
+	e.lastList = e.lastList[:0]
+	if err := e.overlay.Put(kvIdx, data); err != nil {
+		return false, err
+	}
+	if entry == nil {
+		entry = &cachedEntry{}
+		e.cached[kvIdx] = entry
+	}
+	entry.commit = commit
+	return true, nil
+}
+
+// DropKV tells the engine that KV kvIdx left the blob cache (finalized into the data file):
+// later tasks read it from the file. It says whether the engine held it.
+func (e *Engine) DropKV(kvIdx uint64) (bool, error) {
+	e.cache.Lock()
+	defer e.cache.Unlock()
+	return e.dropLocked(kvIdx)
+}
+
+func (e *Engine) dropLocked(kvIdx uint64) (bool, error) {
+	if _, ok := e.cached[kvIdx]; !ok {
+		return false, nil
+	}
+	e.lastList = e.lastList[:0]
+	if _, err := e.overlay.Drop(kvIdx); err != nil {
+		return false, err
+	}
+	delete(e.cached, kvIdx)
+	return true, nil
+}
+
+// CachedKVs lists the KVs the engine samples from memory, ascending.
+func (e *Engine) CachedKVs() []uint64 {
+	e.cache.Lock()
+	defer e.cache.Unlock()
+	kvs := make([]uint64, 0, len(e.cached))
+	for kv := range e.cached {
+		kvs = append(kvs, kv)
+	}
+	sort.Slice(kvs, func(i, j int) bool { return kvs[i] < kvs[j] })
+	return kvs
+}
+
+// SyncCache makes the engine's overlay hold exactly kvs, for a caller that lists its whole
+// cache before each task: a KV whose Commit is the one already put costs one map lookup (its
+// Data is not read), a new or changed one is copied as PutKV copies it, and KVs no longer
+// listed are dropped. A KV listed twice is ErrInvalidArgument (the KVs before it are synced).
 func (e *Engine) SyncCache(kvs []CachedKV) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	keep := make([]uint64, 0, len(kvs))
-	seen := make(map[uint64]bool, len(kvs))
+	e.cache.Lock()
+	defer e.cache.Unlock()
+	if e.sameAsLastList(kvs) {
+		return nil
+	}
+	e.listing++
 	for _, kv := range kvs {
-		if seen[kv.KvIdx] {
+		if entry := e.cached[kv.KvIdx]; entry != nil && entry.listed == e.listing {
 			return &Error{Status: StatusInvalidArgument, Op: "sync_cache", Message: fmt.Sprintf("KV %d is listed twice", kv.KvIdx)}
 		}
-		seen[kv.KvIdx] = true
-		keep = append(keep, kv.KvIdx)
-		digest := sha256.Sum256(kv.Data)
-		if old, ok := e.digests[kv.KvIdx]; ok && bytes.Equal(old[:], digest[:]) {
-			continue
-		}
-		if err := e.overlay.Put(kv.KvIdx, kv.Data); err != nil {
+		if _, err := e.putLocked(kv.KvIdx, kv.Commit, kv.Data); err != nil {
 			return err
 		}
-		e.digests[kv.KvIdx] = digest
+		e.cached[kv.KvIdx].listed = e.listing
 	}
-	if _, _, err := e.overlay.Retain(keep); err != nil {
-		return err
-	}
-	for kv := range e.digests {
-		if !seen[kv] {
-			delete(e.digests, kv)
+	if len(e.cached) != len(kvs) { // some cached KVs were not listed: they left the cache
+		var gone []uint64
+		for kv, entry := range e.cached {
+			if entry.listed != e.listing {
+				gone = append(gone, kv)
+			}
 		}
+		for _, kv := range gone {
+			if _, err := e.dropLocked(kv); err != nil {
+				return err
+			}
+		}
+	}
+	e.lastList = e.lastList[:0]
+	for _, kv := range kvs {
+		e.lastList = append(e.lastList, cachedKey{kv.KvIdx, kv.Commit})
 	}
 	return nil
 }
 
-// MineTask mines task until its first valid nonce, its deadline, or running() turning false
-// (polled every 10 ms). A read error or a bad task is an error, as es-node's mineTask reports
-// one; no valid nonce is Found false with the counts.
+// sameAsLastList says whether kvs lists exactly what the last SyncCache listed, in the same
+// order, with nothing put or dropped since.
+func (e *Engine) sameAsLastList(kvs []CachedKV) bool {
+	if len(kvs) != len(e.lastList) || len(kvs) != len(e.cached) {
+		return false
+	}
+	for i := range kvs {
+		if kvs[i].KvIdx != e.lastList[i].kvIdx || kvs[i].Commit != e.lastList[i].commit {
+			return false
+		}
+	}
+	return true
+}
+
+// Hash computes one nonce of the engine's shard as a task with the current cache samples it
+// (cached KVs from memory, the rest from the file): what es-node's verification of a found
+// nonce against its blob cache needs. requiredDiff may be nil; given, the record says whether
+// hash1 meets it (Valid).
+func (e *Engine) Hash(randao []byte, nonce uint64) (*HashRecord, error) {
+	return e.HashWithDifficulty(randao, nonce, nil)
+}
+
+// HashWithDifficulty is Hash with requiredDiff (nil: no validity check).
+func (e *Engine) HashWithDifficulty(randao []byte, nonce uint64, requiredDiff *big.Int) (*HashRecord, error) {
+	var d *Difficulty
+	if requiredDiff != nil {
+		d = &Difficulty{RequiredDiff: requiredDiff}
+	}
+	return e.shards.HashWithOverlay(e.shard, randao, nonce, d, e.overlay)
+}
+
+// MineTask mines task until a valid nonce under task.Find (FirstInTime: the first found;
+// LowestInRange: after the whole range), its deadline, or running() turning false (polled
+// every 10 ms). A read error or a bad task is an error, as es-node's mineTask reports one; no
+// valid nonce is Found false with the counts.
 func (e *Engine) MineTask(task Task, running func() bool) (TaskResult, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.task.Lock()
+	defer e.task.Unlock()
 	if task.RequiredDiff == nil {
 		return TaskResult{}, &Error{Status: StatusInvalidArgument, Op: "mine_task", Message: "RequiredDiff is nil"}
+	}
+	find := FindFirst
+	switch task.Find {
+	case FirstInTime:
+	case LowestInRange:
+		find = FindAll // every valid nonce of the tried range, ascending: the first is the lowest
+	default:
+		return TaskResult{}, &Error{Status: StatusInvalidArgument, Op: "mine_task", Message: fmt.Sprintf("Find %d: FirstInTime or LowestInRange", int(task.Find))}
 	}
 	if time.Until(task.Deadline) < time.Millisecond {
 		// es-node's loop times out before its first nonce: no power, no error.
@@ -149,7 +310,7 @@ func (e *Engine) MineTask(task Task, running func() bool) (TaskResult, error) {
 		Randao:     task.MixHash,
 		NonceStart: task.NonceStart,
 		NonceEnd:   task.NonceEnd,
-		Find:       FindFirst,
+		Find:       find,
 		Difficulty: &Difficulty{RequiredDiff: task.RequiredDiff},
 		SlotNumber: task.BlockNumber,
 		Overlay:    e.overlay,
@@ -213,6 +374,11 @@ func taskResult(task Task, rec ShardSlot, stopped bool) TaskResult {
 	}
 	if len(rec.Found) > 0 {
 		f := rec.Found[0]
+		for _, g := range rec.Found[1:] { // pora reports them ascending; the lowest is answered
+			if g.Nonce < f.Nonce {
+				f = g
+			}
+		}
 		r.Found, r.Nonce, r.SampleIdxs, r.EncodedSamples = true, f.Nonce, f.SampleIdxs, f.EncodedSamples
 	}
 	return r

@@ -4,10 +4,11 @@
 // with cached blobs that differ from disk; the
 // deadline held; a stopped miner ending the slot within 100 ms; a truncated file failing the
 // task with an error.
-package pora
+package porago
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,7 @@ func randomCache(seed int64, kvs ...uint64) ([]CachedKV, map[uint64][]byte) {
 	for _, kv := range kvs {
 		data := make([]byte, 4096)
 		rng.Read(data)
-		list = append(list, CachedKV{KvIdx: kv, Data: data})
+		list = append(list, CachedKV{KvIdx: kv, Commit: sha256.Sum256(data), Data: data})
 		byIdx[kv] = data
 	}
 	return list, byIdx
@@ -221,10 +222,10 @@ func TestEngineRefusesBadCacheAndTasks(t *testing.T) {
 	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 4096)}, {KvIdx: 3, Data: make([]byte, 4096)}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("a KV listed twice: %v", err)
 	}
-	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 100)}}); !errors.Is(err, ErrInvalidArgument) {
+	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Commit: [32]byte{5}, Data: make([]byte, 100)}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("a 100-byte KV: %v", err)
 	}
-	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Data: make([]byte, 8192)}}); err != nil {
+	if err := e.SyncCache([]CachedKV{{KvIdx: 3, Commit: [32]byte{9}, Data: make([]byte, 8192)}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.MineTask(Task{MixHash: make([]byte, 32), RequiredDiff: big.NewInt(0), NonceEnd: 64, Deadline: time.Now().Add(time.Minute)}, nil)
@@ -244,14 +245,14 @@ func TestEngineRefusesBadCacheAndTasks(t *testing.T) {
 // tried.
 func TestPoragoTaskEqualsPoraMineFirst(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: target/release/pora is not built")
+		t.Log("SKIP: PORA_BINARY names no pora binary")
 		return
 	}
 	// The Windows leg names a cross-built porago.exe (no Go toolchain runs under Wine).
 	porago := os.Getenv("PORAGO_BINARY")
 	if porago == "" {
 		porago = filepath.Join(t.TempDir(), "porago")
-		if out, err := exec.Command("go", "build", "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
 			t.Fatalf("building porago: %v\n%s", err, out)
 		}
 	}

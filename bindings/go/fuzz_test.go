@@ -1,4 +1,4 @@
-package pora
+package porago
 
 // Fuzz tests (go test -fuzz) for what the package decodes or checks: the slot record pora
 // returns (parseSlot), the find mode and 256-bit values a caller types (ParseFind, ParseU256,

@@ -1,3 +1,3 @@
-module pora
+module github.com/pora-miner/pora/bindings/go
 
 go 1.19

@@ -1,7 +1,7 @@
 // Test fixtures: shard files written the way es-node lays them out (a 4 KiB header, then the
 // KVs), sparse shards holding the es-node vectors' samples, the real `pora` binary, and an
 // es-node-style hashimoto in pure Go (one shared *os.File, ReadAt of 32 bytes, Keccak).
-package pora
+package porago
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"pora/internal/keccak"
+	"github.com/pora-miner/pora/bindings/go/internal/keccak"
 )
 
 const (
@@ -159,19 +159,12 @@ func createSparse(t testing.TB, path string, spec shardSpec) *os.File {
 	return f
 }
 
-// poraBinary is $PORA_BINARY when set (the Windows leg names pora.exe, which is not at these
-// paths), else target/release/pora or target/debug/pora, or "" when neither is built.
+// poraBinary is $PORA_BINARY (a `pora` built with the sim feature: .ci/bindings.sh names the
+// one tools/go-lib.sh --sim --with-cli built, the Windows leg pora.exe), or "" when it is not
+// set. The package finds nothing by a path into a Cargo target directory: the library comes
+// from lib/ (link.go).
 func poraBinary(t testing.TB) string {
-	if bin := os.Getenv("PORA_BINARY"); bin != "" {
-		return bin
-	}
-	for _, p := range []string{"target/release/pora", "target/debug/pora"} {
-		full := filepath.Join(repoRoot(t), p)
-		if _, err := os.Stat(full); err == nil {
-			return full
-		}
-	}
-	return ""
+	return os.Getenv("PORA_BINARY")
 }
 
 // runPora runs the real pora binary and returns its stdout.

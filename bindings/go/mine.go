@@ -1,6 +1,6 @@
 // MineSlot and Hash, the records they return, and the cancel token that ties a context to a
 // running slot.
-package pora
+package porago
 
 /*
 #include <stdlib.h>
@@ -264,6 +264,14 @@ func (s *Shards) Hash(shard uint64, randao []byte, nonce uint64) (*HashRecord, e
 
 // HashWithDifficulty is Hash that also says whether hash1 meets the difficulty.
 func (s *Shards) HashWithDifficulty(shard uint64, randao []byte, nonce uint64, d *Difficulty) (*HashRecord, error) {
+	return s.HashWithOverlay(shard, randao, nonce, d, nil)
+}
+
+// HashWithOverlay is HashWithDifficulty (d may be nil) with the samples inside overlay's KVs
+// taken from memory, exactly as a slot with that overlay reads them: it checks a nonce found
+// while es-node's blob cache held blobs the file does not have yet. A nil overlay reads the
+// files only.
+func (s *Shards) HashWithOverlay(shard uint64, randao []byte, nonce uint64, d *Difficulty, overlay *Overlay) (*HashRecord, error) {
 	if len(randao) != int(C.PORA_RANDAO_LEN) {
 		return nil, &Error{Status: StatusInvalidArgument, Op: "hash", Message: fmt.Sprintf("randao: %d bytes, expected %d", len(randao), int(C.PORA_RANDAO_LEN))}
 	}
@@ -281,8 +289,18 @@ func (s *Shards) HashWithDifficulty(shard uint64, randao []byte, nonce uint64, d
 		return nil, err
 	}
 	var out C.PoraBuf
-	status := C.pora_hash(id, C.uint64_t(shard), cr, C.uint64_t(nonce), cdiff, &out)
+	var status uint32
+	if overlay == nil {
+		status = C.pora_hash(id, C.uint64_t(shard), cr, C.uint64_t(nonce), cdiff, &out)
+	} else {
+		oid, err := overlay.handle("hash")
+		if err != nil {
+			return nil, err
+		}
+		status = C.pora_hash_overlay(id, C.uint64_t(shard), cr, C.uint64_t(nonce), cdiff, oid, &out)
+	}
 	runtime.KeepAlive(s)
+	runtime.KeepAlive(overlay)
 	data, err := result("hash", status, &out)
 	if err != nil {
 		return nil, err

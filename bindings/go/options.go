@@ -1,6 +1,6 @@
 // Options, difficulty and find mode, and their conversion to pora.h's C structs (allocated in C
 // memory so that no Go pointer is ever handed to C).
-package pora
+package porago
 
 /*
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // Overlay: KVs whose current bytes pora samples from memory instead of the shard files, as
 // es-node's miner does for blobs that are downloaded but not yet finalized into the data file.
-package pora
+package porago
 
 /*
 #include <stdlib.h>
@@ -16,9 +16,9 @@ import (
 )
 
 // Overlay holds encoded KVs by global KV index (sampleIdx >> (kvSizeBits - 5)). Make one, keep
-// it in step with the blob cache between slots (Put when a blob arrives, Retain the cache's KV
-// set when entries leave), and pass it in SlotRequest.Overlay: samples inside those KVs then
-// come from memory. Each KV is copied once when put; a slot takes a snapshot, so changing the
+// it in step with the blob cache by KV index (Put when a blob arrives or changes, Drop when it
+// leaves; or Retain the cache's KV set), and pass it in SlotRequest.Overlay: samples inside
+// those KVs then come from memory. Each KV is copied once when put; a slot takes a snapshot, so changing the
 // overlay while a slot runs is safe and affects the next slot. Safe for concurrent use.
 type Overlay struct {
 	live liveID
@@ -75,6 +75,26 @@ func (o *Overlay) Retain(kvIdxs []uint64) (kept, removed int, err error) {
 		return 0, 0, fmt.Errorf("pora overlay_retain: reading the result: %w", err)
 	}
 	return summary.Kvs, summary.Removed, nil
+}
+
+// Drop removes KV kvIdx (its bytes are in the data file now): later slots read it from the file.
+// It says whether the overlay held it; dropping a KV it does not hold is not an error.
+func (o *Overlay) Drop(kvIdx uint64) (bool, error) {
+	id, err := o.handle("overlay_drop")
+	if err != nil {
+		return false, err
+	}
+	var out C.PoraBuf
+	data, err := result("overlay_drop", C.pora_overlay_drop(id, C.uint64_t(kvIdx), &out), &out)
+	runtime.KeepAlive(o)
+	if err != nil {
+		return false, err
+	}
+	var summary struct{ Kvs, Removed int }
+	if err := json.Unmarshal(data, &summary); err != nil {
+		return false, fmt.Errorf("pora overlay_drop: reading the result: %w", err)
+	}
+	return summary.Removed == 1, nil
 }
 
 // Close frees the overlay; a slot running with it keeps its snapshot. Closing twice returns

@@ -1,4 +1,8 @@
-// Package pora mines EthStorage shards in-process through libpora (the Rust miner) over cgo.
+// Package porago mines EthStorage shards in-process through libpora (the Rust miner) over cgo.
+// Its name keeps it apart from es-node's own package pora (ethstorage/pora) in files that use
+// both; its module path is the one line of go.mod. The static library it links is found per
+// GOOS/GOARCH inside the module (link.go): tools/go-lib.sh puts it there from a checkout, the
+// release's Go module archive carries it prebuilt.
 //
 // Open a shard set once, then call MineSlot for each slot: the context's deadline is the slot
 // deadline and cancelling the context stops the slot within ~50 ms with partial counts. Hash
@@ -8,13 +12,9 @@
 //
 // The records are the JSON shapes `pora mine --json` and `pora hash --json` print; each parsed
 // record keeps its raw JSON in Raw so callers can forward it unchanged.
-package pora
+package porago
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../crates/pora-ffi/include
-#cgo linux LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -ldl -lm -lpthread -Wl,-z,noexecstack
-#cgo darwin LDFLAGS: ${SRCDIR}/../../target/release/libpora_ffi.a -lm -lpthread
-#cgo windows LDFLAGS: ${SRCDIR}/../../target/x86_64-pc-windows-gnu/release/libpora_ffi.a -lws2_32 -luserenv -lntdll -lbcrypt -lkernel32
 #include <stdlib.h>
 #include <string.h>
 #include "pora.h"

@@ -2,7 +2,7 @@
 // the Rust `pora mine --json` for every available method, porago equal to pora, cancellation
 // latency on the simulated disk, two handles at once, bad input, Close during MineSlot, and
 // memory over 1,000 open/mine/close cycles.
-package pora
+package porago
 
 import (
 	"bytes"
@@ -116,7 +116,7 @@ var findAllDiff = new(big.Int).Rsh(new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(
 
 func TestFindAllEqualsPoraMineForEveryMethod(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: target/release/pora is not built (cargo build --release -p pora)")
+		t.Log("SKIP: PORA_BINARY names no pora binary (.ci/bindings.sh sets it to the pora that `tools/go-lib.sh --sim --with-cli` builds)")
 		return
 	}
 	paths := smallShards(t)
@@ -193,11 +193,11 @@ func equalJSON(a, b interface{}) bool {
 
 func TestPoragoEqualsPora(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: target/release/pora is not built")
+		t.Log("SKIP: PORA_BINARY names no pora binary")
 		return
 	}
 	porago := filepath.Join(t.TempDir(), "porago")
-	if out, err := exec.Command("go", "build", "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
 		t.Fatalf("building porago: %v\n%s", err, out)
 	}
 	paths := smallShards(t)
@@ -276,7 +276,7 @@ func TestBadInputReturnsErrors(t *testing.T) {
 func simShards(t testing.TB, path string, latency time.Duration) *Shards {
 	s, err := Open([][]string{{path}}, Options{Method: "sim", Threads: 2, Depth: 8, IgnoreProfile: true, SimLatencyMin: latency, SimLatencyMax: latency})
 	if err != nil {
-		t.Fatalf("%v (the tests need a library built with the simulated disk: cargo build --release -p pora-ffi -p pora --features sim)", err)
+		t.Fatalf("%v (the tests need the library with the simulated disk: tools/go-lib.sh --sim, go test -tags pora_sim)", err)
 	}
 	return s
 }

@@ -1,7 +1,7 @@
 // The pure-Go es-node-style sampler checked against the es-node vectors and against pora, and
 // the benchmark of MineSlot against it: es-node's miner reads through one shared *os.File with a
 // goroutine per thread, one 32-byte ReadAt and one Keccak at a time.
-package pora
+package porago
 
 import (
 	"bytes"

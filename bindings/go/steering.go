@@ -1,4 +1,4 @@
-package pora
+package porago
 
 // Steering is how `auto` chose a device's method for one slot (issue 28): what it saw, what it
 // forecast and, after the slot, the hit ratio it measured. nil when the method was given

@@ -9,7 +9,7 @@
 //
 // PORA_BINARY names the Windows pora.exe and PORAGO_BINARY a cross-built porago.exe (no Go
 // toolchain runs under Wine to build one, which is why TestPoragoEqualsPora is left out there).
-package pora
+package porago
 
 import (
 	"bytes"

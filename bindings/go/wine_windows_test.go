@@ -7,7 +7,7 @@
 // cleanup would fail its test although pora did nothing wrong. Go keeps a fallback path (plain
 // FileDispositionInformation, for older Windows and file systems without POSIX deletes) behind a
 // test switch; this turns it on, and only when ntdll says it is Wine's.
-package pora
+package porago
 
 import (
 	"syscall"

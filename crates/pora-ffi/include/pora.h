@@ -240,6 +240,17 @@ extern "C" {
 // `buf` must be null or point to a writable `PoraBuf`.
 enum PoraStatus pora_buf_free(struct PoraBuf *buf);
 
+// The encoder's multiply kernel for this process, chosen once (the fastest this CPU runs, or
+// `PORA_ENCODE_ARITH`) and checked: `out` holds `{"kernel":"ifma","supported":["portable",...]}`.
+// A bad `PORA_ENCODE_ARITH` (an unknown name, or a kernel this CPU lacks) is
+// PORA_STATUS_INVALID_ARGUMENT naming the variable. A caller that writes KVs calls this once
+// before the first one: every later mask call would fail the same way, and a caller that drops
+// their errors (es-node v0.2.10 drops `Encode`'s) would write zeros.
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_encode_kernel(struct PoraBuf *out);
+
 // es-node's `CalcEncodeKey(commit, kvIdx, miner)`: writes the 32-byte encode key of KV `kv_idx`
 // (a global KV index) for `miner` into `key` (`key_len` must be `PORA_ENCODE_KEY_LEN`).
 // `commit` is exactly `PORA_COMMIT_LEN` (32) bytes, es-node's `common.Hash`: like es-node, only
@@ -259,8 +270,8 @@ enum PoraStatus pora_encode_key(struct PoraBytes commit,
 
 // Writes the BLOB_POSEIDON mask of encode key `key` (32 bytes, raw as `pora_encode_key` gives
 // it) into the caller's `mask`: `mask_len` must be `PORA_KV_LEN` (131072, one KV). These are
-// the bytes an empty KV holds on disk (es-node's `encoder.Encode(key, 131072)`). About 35-40 ms
-// of one core; safe to call from many threads at once. `out` stays empty on success.
+// the bytes an empty KV holds on disk (es-node's `encoder.Encode(key, 131072)`). About 5 ms of
+// one core with AVX-512 IFMA, about 27 ms without (docs/BENCHMARKS.md 20); safe to call from many threads at once. `out` stays empty on success.
 //
 // # Safety
 // `key` must be a valid borrowed byte string; `mask` null or `mask_len` writable bytes; `out`
@@ -306,14 +317,14 @@ enum PoraStatus pora_decode_kv(struct PoraBytes key,
 // file's header (the same `pora_prepare` code). Resumable: KVs already holding their mask are
 // skipped (the last few re-checked), KVs holding a blob are never touched, and an interrupted
 // call leaves the header "incomplete" until a later call finishes. `threads` mask workers
-// (1..=256; 0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
+// (1..=256; 0 = every CPU). Blocks until done (about 5 ms of one core per KV with AVX-512 IFMA, 27 ms without).
 //
 // Refused before anything is written, with a message naming the file and field: a file that is
 // not an es-node data file or not encodeType 3 with 128 KiB KVs (PORA_STATUS_SHARD), a range
 // that is empty or outside the file's KVs (PORA_STATUS_INVALID_ARGUMENT), a missing or
-// unreadable file (PORA_STATUS_IO). On success `out` holds `{"file","kvStart","kvEnd",
-// "skipped","refilled","kvs","seconds","threads","msPerKvPerCore","cpuSeconds","cpuMsPerKv"}`
-// (`kvs` = KVs written).
+// unreadable file (PORA_STATUS_IO). On success `out` holds `{"file","kvStart","kvEnd","kvs",
+// "skipped","refilled","kernel","seconds","threads","msPerKvPerCore","cpuSeconds","cpuMsPerKv"}`
+// (`kvs` = KVs written, `kernel` the encoder's multiply kernel).
 //
 // # Safety
 // `path` must be a valid borrowed byte string; `out` writable.
@@ -322,6 +333,24 @@ enum PoraStatus pora_fill_empty(struct PoraBytes path,
                                 uint64_t kv_end,
                                 uint32_t threads,
                                 struct PoraBuf *out);
+
+// Fills exactly the KVs named in `kv_idxs` (`len` global KV indices, any order, none twice) of
+// the existing encodeType-3 data file `path` with their empty masks and marks each "filled,
+// commit 0", whatever the file holds there: es-node's `CommitEmptyBlobs` view, where the
+// contract says which KVs are empty (es-node v0.2.10 overwrites such a KV even when the file
+// holds a blob there; `pora_fill_empty` would skip it by its meta entry). Checked before
+// anything is written, as `pora_fill_empty` checks (plus: at least one KV, none named twice,
+// every one inside the file). `out` holds the same record as `pora_fill_empty`'s, with
+// `kvStart`/`kvEnd` the span of the named KVs and `skipped` 0.
+//
+// # Safety
+// `path` must be a valid borrowed byte string; `kv_idxs` null or valid for `len` values; `out`
+// writable.
+enum PoraStatus pora_fill_empty_kvs(struct PoraBytes path,
+                                    const uint64_t *kv_idxs,
+                                    size_t len,
+                                    uint32_t threads,
+                                    struct PoraBuf *out);
 
 // The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
 uint32_t pora_abi_version(void);
@@ -432,6 +461,27 @@ enum PoraStatus pora_overlay_retain(uint64_t overlay,
                                     const uint64_t *kv_idxs,
                                     size_t len,
                                     struct PoraBuf *out);
+
+// Drops KV `kv_idx` from the overlay (its bytes are in the data file now, or the cache let it
+// go): later slots read it from the file. `out` holds `{"kvs":N,"removed":0|1}`; dropping a KV
+// the overlay does not hold is not an error (removed 0).
+//
+// # Safety
+// `out` must be writable.
+enum PoraStatus pora_overlay_drop(uint64_t overlay, uint64_t kv_idx, struct PoraBuf *out);
+
+// `pora_hash` with the samples inside `overlay`'s KVs taken from memory, exactly as a slot with
+// that overlay reads them (overlay 0: the files only): checks a nonce found with a blob cache.
+//
+// # Safety
+// Pointers must be null or valid; `out` writable.
+enum PoraStatus pora_hash_overlay(uint64_t handle,
+                                  uint64_t shard,
+                                  struct PoraBytes randao,
+                                  uint64_t nonce,
+                                  const struct PoraDifficulty *difficulty,
+                                  uint64_t overlay,
+                                  struct PoraBuf *out);
 
 // Frees an overlay. A slot running with it keeps its snapshot. Freeing twice returns
 // PORA_STATUS_CLOSED.

@@ -80,6 +80,30 @@ fn encode_kernel() -> Result<(), Failure> {
         .map_err(|e| Failure::invalid(e.to_string()))
 }
 
+/// The encoder's multiply kernel for this process, chosen once (the fastest this CPU runs, or
+/// `PORA_ENCODE_ARITH`) and checked: `out` holds `{"kernel":"ifma","supported":["portable",...]}`.
+/// A bad `PORA_ENCODE_ARITH` (an unknown name, or a kernel this CPU lacks) is
+/// PORA_STATUS_INVALID_ARGUMENT naming the variable. A caller that writes KVs calls this once
+/// before the first one: every later mask call would fail the same way, and a caller that drops
+/// their errors (es-node v0.2.10 drops `Encode`'s) would write zeros.
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_encode_kernel(out: *mut PoraBuf) -> PoraStatus {
+    guard::call(out, || {
+        let kernel =
+            pora_encode::Kernel::selected().map_err(|e| Failure::invalid(e.to_string()))?;
+        let supported: Vec<&str> = pora_encode::Kernel::ALL
+            .into_iter()
+            .filter(|k| k.supported())
+            .map(pora_encode::Kernel::name)
+            .collect();
+        let record = serde_json::json!({"kernel": kernel.name(), "supported": supported});
+        Ok(record.to_string().into_bytes())
+    })
+}
+
 /// `mask_into` wants the array type; `output` already checked the length.
 fn as_kv(bytes: &mut [u8]) -> &mut [u8; MASK_BYTES] {
     bytes.try_into().expect("length checked to be one KV")
@@ -118,8 +142,8 @@ pub unsafe extern "C" fn pora_encode_key(
 
 /// Writes the BLOB_POSEIDON mask of encode key `key` (32 bytes, raw as `pora_encode_key` gives
 /// it) into the caller's `mask`: `mask_len` must be `PORA_KV_LEN` (131072, one KV). These are
-/// the bytes an empty KV holds on disk (es-node's `encoder.Encode(key, 131072)`). About 35-40 ms
-/// of one core; safe to call from many threads at once. `out` stays empty on success.
+/// the bytes an empty KV holds on disk (es-node's `encoder.Encode(key, 131072)`). About 5 ms of
+/// one core with AVX-512 IFMA, about 27 ms without (docs/BENCHMARKS.md 20); safe to call from many threads at once. `out` stays empty on success.
 ///
 /// # Safety
 /// `key` must be a valid borrowed byte string; `mask` null or `mask_len` writable bytes; `out`
@@ -212,10 +236,8 @@ struct FillRecord<'a> {
     file: String,
     kv_start: u64,
     kv_end: u64,
-    /// KVs of the range not written: they already held their mask, or a blob.
-    skipped: u64,
-    /// KVs that were marked filled but did not hold their mask, and were written again.
-    refilled: usize,
+    /// `kvs` (KVs written), `skipped` (KVs of the range left alone: they already held their
+    /// mask, or a blob), `refilled`, `kernel` and the timings.
     #[serde(flatten)]
     summary: &'a FillSummary,
 }
@@ -227,14 +249,14 @@ struct FillRecord<'a> {
 /// file's header (the same `pora_prepare` code). Resumable: KVs already holding their mask are
 /// skipped (the last few re-checked), KVs holding a blob are never touched, and an interrupted
 /// call leaves the header "incomplete" until a later call finishes. `threads` mask workers
-/// (1..=256; 0 = every CPU). Blocks until done (about 35-40 ms of one core per KV).
+/// (1..=256; 0 = every CPU). Blocks until done (about 5 ms of one core per KV with AVX-512 IFMA, 27 ms without).
 ///
 /// Refused before anything is written, with a message naming the file and field: a file that is
 /// not an es-node data file or not encodeType 3 with 128 KiB KVs (PORA_STATUS_SHARD), a range
 /// that is empty or outside the file's KVs (PORA_STATUS_INVALID_ARGUMENT), a missing or
-/// unreadable file (PORA_STATUS_IO). On success `out` holds `{"file","kvStart","kvEnd",
-/// "skipped","refilled","kvs","seconds","threads","msPerKvPerCore","cpuSeconds","cpuMsPerKv"}`
-/// (`kvs` = KVs written).
+/// unreadable file (PORA_STATUS_IO). On success `out` holds `{"file","kvStart","kvEnd","kvs",
+/// "skipped","refilled","kernel","seconds","threads","msPerKvPerCore","cpuSeconds","cpuMsPerKv"}`
+/// (`kvs` = KVs written, `kernel` the encoder's multiply kernel).
 ///
 /// # Safety
 /// `path` must be a valid borrowed byte string; `out` writable.
@@ -255,25 +277,66 @@ pub unsafe extern "C" fn pora_fill_empty(
                  must be greater than start)"
             )));
         }
-        let threads = match threads {
-            0 => pora_mine::session::available_cpus(),
-            n if n > MAX_FILL_THREADS => {
-                return Err(Failure::invalid(format!(
-                    "threads {n}: at most {MAX_FILL_THREADS} (0 = every CPU)"
-                )))
-            }
-            n => n as usize,
-        };
+        let threads = fill_threads(threads)?;
         let fill =
             EmptyFill::open_existing(&path, kv_start..kv_end, threads).map_err(prepare_failure)?;
-        let (written, refilled) = (fill.kvs() as u64, fill.refilled);
         let summary = fill.run(&|_| {}).map_err(prepare_failure)?;
         fill_json(&FillRecord {
             file: path.display().to_string(),
             kv_start,
             kv_end,
-            skipped: (kv_end - kv_start).saturating_sub(written),
-            refilled,
+            summary: &summary,
+        })
+    })
+}
+
+/// The mask workers a fill runs on: 0 = every CPU, at most [`MAX_FILL_THREADS`].
+fn fill_threads(threads: u32) -> Result<usize, Failure> {
+    match threads {
+        0 => Ok(pora_mine::session::available_cpus()),
+        n if n > MAX_FILL_THREADS => Err(Failure::invalid(format!(
+            "threads {n}: at most {MAX_FILL_THREADS} (0 = every CPU)"
+        ))),
+        n => Ok(n as usize),
+    }
+}
+
+/// Fills exactly the KVs named in `kv_idxs` (`len` global KV indices, any order, none twice) of
+/// the existing encodeType-3 data file `path` with their empty masks and marks each "filled,
+/// commit 0", whatever the file holds there: es-node's `CommitEmptyBlobs` view, where the
+/// contract says which KVs are empty (es-node v0.2.10 overwrites such a KV even when the file
+/// holds a blob there; `pora_fill_empty` would skip it by its meta entry). Checked before
+/// anything is written, as `pora_fill_empty` checks (plus: at least one KV, none named twice,
+/// every one inside the file). `out` holds the same record as `pora_fill_empty`'s, with
+/// `kvStart`/`kvEnd` the span of the named KVs and `skipped` 0.
+///
+/// # Safety
+/// `path` must be a valid borrowed byte string; `kv_idxs` null or valid for `len` values; `out`
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_fill_empty_kvs(
+    path: PoraBytes,
+    kv_idxs: *const u64,
+    len: usize,
+    threads: u32,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        fault_point();
+        let path = crate::params::path(&path, "path")?;
+        let kvs: &[u64] = match (kv_idxs.is_null(), len) {
+            (_, 0) => return Err(Failure::invalid("kv_idxs: no KV named (len 0)")),
+            (true, _) => return Err(Failure::invalid("kv_idxs: null pointer with len > 0")),
+            (false, n) => std::slice::from_raw_parts(kv_idxs, n),
+        };
+        let threads = fill_threads(threads)?;
+        let fill = EmptyFill::open_existing_kvs(&path, kvs, threads).map_err(prepare_failure)?;
+        let summary = fill.run(&|_| {}).map_err(prepare_failure)?;
+        let (first, last) = (kvs.iter().min(), kvs.iter().max());
+        fill_json(&FillRecord {
+            file: path.display().to_string(),
+            kv_start: first.copied().unwrap_or(0),
+            kv_end: last.map_or(0, |k| k + 1),
             summary: &summary,
         })
     })

@@ -22,11 +22,11 @@ pub extern "C" fn pora_abi_version() -> u32 {
     PORA_ABI_VERSION
 }
 
-fn json(value: &impl Serialize) -> Outcome {
+pub(crate) fn json(value: &impl Serialize) -> Outcome {
     serde_json::to_vec(value).map_err(|e| Failure::new(PoraStatus::Panic, e.to_string()))
 }
 
-fn mine_failure(e: MineError) -> Failure {
+pub(crate) fn mine_failure(e: MineError) -> Failure {
     let status = match e.kind() {
         ErrorKind::InvalidInput | ErrorKind::UnknownShard => PoraStatus::InvalidArgument,
         ErrorKind::Shard => PoraStatus::Shard,

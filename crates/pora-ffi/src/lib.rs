@@ -33,13 +33,19 @@ mod registry;
 
 pub use buf::{pora_buf_free, PoraBuf, PoraBytes};
 pub use defaults::*;
-pub use encode::{pora_decode_kv, pora_encode_key, pora_encode_kv, pora_fill_empty, pora_mask};
+pub use encode::{
+    pora_decode_kv, pora_encode_kernel, pora_encode_key, pora_encode_kv, pora_fill_empty,
+    pora_fill_empty_kvs, pora_mask,
+};
 pub use exports::{
     pora_abi_version, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close, pora_hash,
     pora_mine_slot, pora_open,
 };
 pub use names::{pora_name_inputs, PoraInputNames};
-pub use overlay::{pora_overlay_free, pora_overlay_new, pora_overlay_put, pora_overlay_retain};
+pub use overlay::{
+    pora_hash_overlay, pora_overlay_drop, pora_overlay_free, pora_overlay_new, pora_overlay_put,
+    pora_overlay_retain,
+};
 pub use params::{
     PoraDiffKind, PoraDifficulty, PoraFind, PoraOnIoError, PoraOpenOptions, PoraProfileSource,
     PoraSlotParams,

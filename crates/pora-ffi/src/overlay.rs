@@ -11,10 +11,13 @@
 //! microseconds and can deadlock a runtime that is stopping).
 
 use crate::buf::{PoraBuf, PoraBytes};
+use crate::exports::{json, mine_failure};
 use crate::guard::{self, Failure};
+use crate::params::{self, PoraDifficulty};
 use crate::registry::{self, lock};
 use crate::PoraStatus;
-use pora_mine::Overlay;
+use pora_mine::records::HashRecord;
+use pora_mine::{MineError, Overlay};
 use std::sync::Arc;
 
 /// Largest KV an overlay takes: es-node's KVs are 128 KiB; 2^30 bounds a caller's mistake.
@@ -92,6 +95,67 @@ pub unsafe extern "C" fn pora_overlay_retain(
         }
         let summary = serde_json::json!({"kvs": overlay.len(), "removed": gone.len()});
         Ok(summary.to_string().into_bytes())
+    })
+}
+
+/// Drops KV `kv_idx` from the overlay (its bytes are in the data file now, or the cache let it
+/// go): later slots read it from the file. `out` holds `{"kvs":N,"removed":0|1}`; dropping a KV
+/// the overlay does not hold is not an error (removed 0).
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_overlay_drop(
+    overlay: u64,
+    kv_idx: u64,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        let target = registry::overlay(overlay)?;
+        let mut guard = lock(&target);
+        let removed =
+            guard.kv_indices().any(|k| k == kv_idx) && Arc::make_mut(&mut guard).remove(kv_idx);
+        let summary = serde_json::json!({"kvs": guard.len(), "removed": u8::from(removed)});
+        Ok(summary.to_string().into_bytes())
+    })
+}
+
+/// `pora_hash` with the samples inside `overlay`'s KVs taken from memory, exactly as a slot with
+/// that overlay reads them (overlay 0: the files only): checks a nonce found with a blob cache.
+///
+/// # Safety
+/// Pointers must be null or valid; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn pora_hash_overlay(
+    handle: u64,
+    shard: u64,
+    randao: PoraBytes,
+    nonce: u64,
+    difficulty: *const PoraDifficulty,
+    overlay: u64,
+    out: *mut PoraBuf,
+) -> PoraStatus {
+    guard::call(out, || {
+        let set = registry::shards(handle)?;
+        let randao = params::randao(&randao)?;
+        let required = match difficulty.as_ref() {
+            Some(d) => d.required()?,
+            None => None,
+        };
+        let view = snapshot(overlay)?.unwrap_or_default();
+        let miner = set.session.miner();
+        let files_miner = miner
+            .shards()
+            .iter()
+            .find(|s| s.geometry.shard_idx == shard)
+            .map(|s| s.miner)
+            .ok_or(MineError::UnknownShard(shard))
+            .map_err(mine_failure)?;
+        let proof = miner
+            .hash_with(shard, &randao, nonce, &view)
+            .map_err(mine_failure)?;
+        let address = miner.config().miner.unwrap_or(files_miner);
+        json(&HashRecord::new(proof, shard, address, randao, required))
     })
 }
 

@@ -495,6 +495,52 @@ fn overlay_kvs_are_sampled_from_memory_and_checked() {
         }
     }
     assert!(differing > 0, "the overlay changed no nonce");
+    // pora_hash_overlay answers each found nonce as the slot with the overlay read it.
+    let hash_with = |overlay: u64, nonce: u64| -> Value {
+        let mut out = no_out();
+        let s = unsafe {
+            pora_hash_overlay(
+                handle,
+                1,
+                bytes(&randao),
+                nonce,
+                &params.difficulty,
+                overlay,
+                &mut out,
+            )
+        };
+        let text = take(&mut out);
+        assert_eq!(s, PoraStatus::Ok, "{text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let on_50 = cached["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kvIdxs"].as_array().unwrap().iter().any(|k| k == 50))
+        .expect("a found nonce samples KV 50");
+    let nonce_50 = on_50["nonce"].as_u64().unwrap();
+    for key in ["hash1", "encodedSamples", "sampleIdxs"] {
+        assert_eq!(hash_with(overlay, nonce_50)[key], on_50[key], "{key}");
+    }
+    // Dropped by its index, KV 50 is read from the file again: overlay 0's (the file's) answer.
+    let drop = |kv: u64| {
+        let mut out = no_out();
+        let s = unsafe { pora_overlay_drop(overlay, kv, &mut out) };
+        (s, take(&mut out))
+    };
+    assert_eq!(
+        drop(50),
+        (PoraStatus::Ok, r#"{"kvs":1,"removed":1}"#.to_string())
+    );
+    assert_eq!(
+        drop(50),
+        (PoraStatus::Ok, r#"{"kvs":1,"removed":0}"#.to_string())
+    );
+    let (after, file) = (hash_with(overlay, nonce_50), hash_with(0, nonce_50));
+    assert_eq!(after["encodedSamples"], file["encodedSamples"]);
+    assert_eq!(after["hash1"], file["hash1"]);
+    assert_eq!(overlay_put(overlay, 50, &kv_b).0, PoraStatus::Ok);
     // Bad input: a length that is no KV, a KV of another size than the shard's, a stale id.
     let (s, why) = overlay_put(overlay, 41, &[0u8; 4095]);
     assert_eq!(
@@ -521,6 +567,23 @@ fn overlay_kvs_are_sampled_from_memory_and_checked() {
     let (s, why) = mine(handle, &params, 0);
     assert_eq!(s, PoraStatus::Closed, "{why}");
     assert_eq!(overlay_put(overlay, 40, &kv_a).0, PoraStatus::Closed);
+    assert_eq!(drop(40).0, PoraStatus::Closed);
+    let mut out = no_out();
+    let s = unsafe {
+        pora_hash_overlay(
+            handle,
+            1,
+            bytes(&randao),
+            0,
+            &params.difficulty,
+            overlay,
+            &mut out,
+        )
+    };
+    assert_eq!(
+        (s, take(&mut out).contains("overlay")),
+        (PoraStatus::Closed, true)
+    );
     params.overlay = handle; // a shard handle is not an overlay
     assert_eq!(mine(handle, &params, 0).0, PoraStatus::InvalidArgument);
     assert_eq!(close(handle).0, PoraStatus::Ok);

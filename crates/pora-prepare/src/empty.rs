@@ -54,6 +54,10 @@ pub struct EmptyFill {
     threads: usize,
     /// KVs a resumed fill found filled but not holding their mask; they are filled again.
     pub refilled: usize,
+    /// KVs of the requested range (or named) left alone.
+    skipped: usize,
+    /// The kernel checked when the fill was opened.
+    kernel: pora_encode::Kernel,
 }
 
 /// Parses `--kv-range A..B`: global KV indices, end exclusive, not empty.
@@ -78,7 +82,15 @@ pub fn parse_kv_range(s: &str) -> Result<Range<u64>, String> {
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FillSummary {
+    /// KVs written.
     pub kvs: usize,
+    /// KVs of the requested range left alone: already holding their mask, or a blob (a fill of
+    /// named KVs skips none).
+    pub skipped: usize,
+    /// KVs marked filled that did not hold their mask and were written again (part of `kvs`).
+    pub refilled: usize,
+    /// The encoder's multiply kernel every mask ran on (`portable`, `adx`, `ifma`).
+    pub kernel: &'static str,
     pub seconds: f64,
     pub threads: usize,
     /// Wall time per KV times threads.
@@ -95,9 +107,10 @@ impl EmptyFill {
     pub fn open(spec: &CreateSpec, header: &Header, opts: &EmptyFillOptions) -> Result<EmptyFill> {
         // A bad PORA_ENCODE_ARITH is an error before any byte is written, not a panic in a
         // worker's `mask_into`.
-        pora_encode::Kernel::selected()?;
+        let kernel = pora_encode::Kernel::selected()?;
         check_geometry(spec, header)?;
         let range = kv_range(spec, opts, header)?;
+        let requested = (range.end - range.start) as usize;
         ensure!(
             !(opts.resume && spec.force),
             "{} and {} exclude each other (the second starts over)",
@@ -121,10 +134,38 @@ impl EmptyFill {
             path: spec.file.clone(),
             file,
             header: header.clone(),
+            skipped: requested.saturating_sub(todo.len()),
             todo,
             threads: opts.threads,
             refilled,
+            kernel,
         })
+    }
+
+    /// An empty fill of exactly the KVs `kvs` (global indices, any order, no repeats) of the
+    /// existing file `path`: es-node's `CommitEmptyBlobs` view, where the contract says which
+    /// KVs are empty and each is written with its mask and marked "filled, commit 0" whatever the
+    /// file holds there (nothing is skipped by its meta entry). Checked as
+    /// [`EmptyFill::open_existing`] checks, before the file is opened for writing: every KV
+    /// inside the file, none listed twice, at least one.
+    pub fn open_existing_kvs(path: &Path, kvs: &[u64], threads: usize) -> Result<EmptyFill> {
+        ensure!(!kvs.is_empty(), "kv_idxs: no KV named");
+        let mut todo = kvs.to_vec();
+        todo.sort_unstable();
+        if let Some(w) = todo.windows(2).find(|w| w[0] == w[1]) {
+            return Err(PrepareError::Invalid(format!(
+                "kv_idxs: KV {} is named twice",
+                w[0]
+            )));
+        }
+        // The whole span is checked (header, geometry, bounds, threads) as a range fill would;
+        // then the KVs to write are exactly the named ones.
+        let span = todo[0]..todo[todo.len() - 1] + 1;
+        let mut fill = EmptyFill::open_existing(path, span, threads)?;
+        fill.todo = todo;
+        fill.refilled = 0;
+        fill.skipped = 0;
+        Ok(fill)
     }
 
     /// An empty fill of KVs `kv_range` (global indices, end exclusive) of the existing file
@@ -237,6 +278,7 @@ impl EmptyFill {
         });
         Ok(summarize(
             self.todo.len(),
+            (self.skipped, self.refilled, self.kernel.name()),
             self.threads,
             started.elapsed().as_secs_f64(),
             cpu_seconds,
@@ -244,7 +286,14 @@ impl EmptyFill {
     }
 }
 
-fn summarize(kvs: usize, threads: usize, seconds: f64, cpu_seconds: Option<f64>) -> FillSummary {
+/// The summary of `kvs` KVs written; `(skipped, refilled, kernel)` as [`FillSummary`] has them.
+fn summarize(
+    kvs: usize,
+    (skipped, refilled, kernel): (usize, usize, &'static str),
+    threads: usize,
+    seconds: f64,
+    cpu_seconds: Option<f64>,
+) -> FillSummary {
     let cpu_ms_per_kv = cpu_seconds
         .filter(|_| kvs > 0)
         .map(|c| c * 1e3 / kvs as f64);
@@ -255,6 +304,9 @@ fn summarize(kvs: usize, threads: usize, seconds: f64, cpu_seconds: Option<f64>)
     };
     FillSummary {
         kvs,
+        skipped,
+        refilled,
+        kernel,
         seconds,
         threads,
         ms_per_kv_per_core,

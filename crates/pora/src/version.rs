@@ -1,6 +1,7 @@
 //! `pora --version`: the version and commit, then what this build runs on this CPU and host —
-//! the Keccak kernel in use (after `PORA_KECCAK`) with every kernel the CPU could run, and the
-//! I/O methods that open here. A support request then says which code paths a slow miner ran.
+//! the Keccak kernel in use (after `PORA_KECCAK`) with every kernel the CPU could run, the
+//! encoder's multiply kernel (after `PORA_ENCODE_ARITH`) with every one the CPU could run, and
+//! the I/O methods that open here. A support request then says which code paths a slow miner ran.
 
 use pora_core::keccak::{keccak_batch_kernel, BatchKernel};
 use pora_io::Method;
@@ -16,9 +17,17 @@ pub fn check_keccak_env() -> Result<BatchKernel, pora_core::Error> {
     BatchKernel::from_env()
 }
 
-/// The whole `--version` text, one fact per line; the first line starts with `pora `.
-pub fn text() -> Result<String, pora_core::Error> {
-    check_keccak_env()?;
+/// The whole `--version` text, one fact per line; the first line starts with `pora `. A bad
+/// `PORA_KECCAK` or `PORA_ENCODE_ARITH` is the error naming the variable.
+pub fn text() -> Result<String, String> {
+    check_keccak_env().map_err(|e| e.to_string())?;
+    // The kernel every mask of this process runs on, chosen and checked once.
+    let encode = pora_encode::Kernel::selected().map_err(|e| e.to_string())?;
+    let encode_supported: Vec<&str> = pora_encode::Kernel::ALL
+        .into_iter()
+        .filter(|k| k.supported())
+        .map(pora_encode::Kernel::name)
+        .collect();
     let supported: Vec<&str> = BatchKernel::ALL
         .into_iter()
         .filter(|k| k.is_supported())
@@ -33,10 +42,12 @@ pub fn text() -> Result<String, pora_core::Error> {
         io.push(Method::Sim.name());
     }
     Ok(format!(
-        "pora {} (commit {COMMIT})\nkeccak: {} (supported: {})\nio: {}\n",
+        "pora {} (commit {COMMIT})\nkeccak: {} (supported: {})\nencode: {} (supported: {})\nio: {}\n",
         env!("CARGO_PKG_VERSION"),
         keccak_batch_kernel(),
         supported.join(", "),
+        encode,
+        encode_supported.join(", "),
         io.join(", "),
     ))
 }

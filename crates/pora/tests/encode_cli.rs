@@ -436,3 +436,23 @@ fn a_bad_encode_kernel_is_an_error_naming_the_variable() {
     fails_with(&out, &["PORA_ENCODE_ARITH"]);
     assert!(!file.exists(), "a refused fill created {}", file.display());
 }
+
+/// `--fill empty --json` says what it wrote, what it skipped and the encoder kernel it ran on:
+/// a resumed fill over a KV holding a blob (its meta is a commit) leaves that KV alone and
+/// counts it in `skipped`.
+#[test]
+fn fill_empty_json_counts_skipped_kvs_and_names_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("resume.dat");
+    let first = json(&create_empty(&file, 2, 2, MINER, &["--kv-range", "8..9", "--json"]));
+    assert_eq!((first["kvs"].as_u64(), first["skipped"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(first["kernel"], pora_encode::Kernel::selected().unwrap().name());
+    // KV 10 (the third of the file) holds a blob: its meta entry is a commit.
+    write_at(&file, meta_at(4, 2), &[0x11; 32]);
+    let resumed = json(&create_empty(&file, 2, 2, MINER, &["--resume", "--json"]));
+    // KV 8 already holds its mask, KV 10 a blob: both skipped; 9 and 11 written.
+    assert_eq!(resumed["kvs"], 2, "{resumed}");
+    assert_eq!(resumed["skipped"], 2, "{resumed}");
+    assert_eq!(resumed["refilled"], 0, "{resumed}");
+    assert_eq!(read_at(&file, meta_at(4, 2), 32), vec![0x11; 32]);
+}

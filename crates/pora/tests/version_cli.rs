@@ -156,3 +156,48 @@ fn a_bad_pora_keccak_is_an_error_naming_the_variable_not_a_panic() {
         }
     }
 }
+
+/// `pora --version` with `PORA_ENCODE_ARITH` set to `value`, or removed when `None`.
+fn version_with_encode(value: Option<&str>) -> std::process::Output {
+    let mut command = common::pora_command();
+    command.arg("--version").env_remove(pora_encode::ARITH_ENV);
+    if let Some(v) = value {
+        command.env(pora_encode::ARITH_ENV, v);
+    }
+    command.output().expect("the pora binary runs")
+}
+
+#[test]
+fn encode_line_names_the_kernel_pora_encode_arith_forces_else_the_fastest() {
+    let supported: Vec<&str> = pora_encode::Kernel::ALL
+        .into_iter()
+        .filter(|k| k.supported())
+        .map(pora_encode::Kernel::name)
+        .collect();
+    let supported = supported.join(", ");
+    let unset = ok(&version_with_encode(None), "pora --version");
+    assert_eq!(
+        line(&unset, "encode: "),
+        format!(
+            "{} (supported: {supported})",
+            pora_encode::Kernel::best().name()
+        )
+    );
+    for kernel in pora_encode::Kernel::ALL {
+        let out = version_with_encode(Some(kernel.name()));
+        if kernel.supported() {
+            let text = ok(&out, "pora --version");
+            assert_eq!(
+                line(&text, "encode: "),
+                format!("{} (supported: {supported})", kernel.name())
+            );
+        } else {
+            // A kernel this CPU cannot run is an error naming the variable, never a quiet fallback.
+            common::fails_with(&out, &[pora_encode::ARITH_ENV, kernel.name()]);
+        }
+    }
+    common::fails_with(
+        &version_with_encode(Some("bogus")),
+        &[pora_encode::ARITH_ENV, "bogus"],
+    );
+}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"pora"
+	porago "github.com/pora-miner/pora/bindings/go"
 )
 
 func runHash(args []string) error {
@@ -25,7 +25,7 @@ func runHash(args []string) error {
 	fs.Var(miner, "miner", "miner address; defaults to the files' header")
 	shard := fs.Int64("shard", -1, "shard index; must match the files (checked)")
 	kvBits := fs.Int("kv-entries-bits", 0, "shard size as log2(KVs); inferred from the files when omitted")
-	checks := fs.Int("random-checks", pora.DefaultRandomChecks, "samples per nonce")
+	checks := fs.Int("random-checks", porago.DefaultRandomChecks, "samples per nonce")
 	diffs := addDiffFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	set := parse(fs, args)
@@ -41,7 +41,7 @@ func runHash(args []string) error {
 		group = append(group, g...)
 	}
 	// One read at a time through plain pread, as `pora hash` does.
-	shards, err := pora.Open([][]string{group}, pora.Options{
+	shards, err := porago.Open([][]string{group}, porago.Options{
 		Method: "pread", Threads: 1, Depth: 1, RandomChecks: *checks,
 		KVEntriesBits: *kvBits, IgnoreProfile: true, Miner: miner.val,
 	})
@@ -70,7 +70,7 @@ func runHash(args []string) error {
 }
 
 // onlyShard is the shard index of a one-shard set, checked against --shard when given.
-func onlyShard(shards *pora.Shards, want int64) (uint64, error) {
+func onlyShard(shards *porago.Shards, want int64) (uint64, error) {
 	idx := shards.ShardIdxs[0]
 	if want >= 0 && uint64(want) != idx {
 		return 0, fmt.Errorf("--shard %d does not match the files, which hold shard %d", want, idx)
@@ -78,7 +78,7 @@ func onlyShard(shards *pora.Shards, want int64) (uint64, error) {
 	return idx, nil
 }
 
-func printHash(r *pora.HashRecord) {
+func printHash(r *porago.HashRecord) {
 	fmt.Printf("shard        %d\n", r.Shard)
 	fmt.Printf("miner        %s\n", r.Miner)
 	fmt.Printf("nonce        %d\n", r.Nonce)
@@ -116,12 +116,12 @@ func newMineFlags(fs *flag.FlagSet) *mineFlags {
 	fs.Var(m.randao, "randao", "the 32-byte randao mix digest, 0x-prefixed hex (the same for every slot)")
 	m.randomRandao = fs.Bool("random-randao", false, "derive each slot's randao from --seed and the slot number")
 	m.seed = fs.Uint64("seed", 1, "seed of --random-randao")
-	m.nonces = fs.String("nonces", fmt.Sprintf("0..%d", pora.DefaultNonces), "nonces of each shard's slot, A..B (B exclusive)")
-	m.slotSec = fs.String("slot", fmt.Sprint(pora.DefaultSlotLength.Seconds()), "slot length in seconds")
+	m.nonces = fs.String("nonces", fmt.Sprintf("0..%d", porago.DefaultNonces), "nonces of each shard's slot, A..B (B exclusive)")
+	m.slotSec = fs.String("slot", fmt.Sprint(porago.DefaultSlotLength.Seconds()), "slot length in seconds")
 	m.slots = fs.Uint64("slots", 1, "slots to mine")
 	m.diffs = addDiffFlags(fs)
 	m.find = fs.String("find", "first", "which valid nonces to report: first, best or all")
-	m.checks = fs.Int("random-checks", pora.DefaultRandomChecks, "samples per nonce")
+	m.checks = fs.Int("random-checks", porago.DefaultRandomChecks, "samples per nonce")
 	m.kvBits = fs.Int("kv-entries-bits", 0, "shard size as log2(KVs); inferred when omitted")
 	m.method = fs.String("method", "auto", "access method")
 	m.threads = fs.Int("threads", 0, "worker threads [default: chosen by pora]")
@@ -136,7 +136,7 @@ func newMineFlags(fs *flag.FlagSet) *mineFlags {
 func parseNonces(s string) (uint64, uint64, error) {
 	a, b, ok := strings.Cut(s, "..")
 	if !ok {
-		return 0, 0, fmt.Errorf("--nonces %s: expected A..B, e.g. 0..%d", s, pora.DefaultNonces)
+		return 0, 0, fmt.Errorf("--nonces %s: expected A..B, e.g. 0..%d", s, porago.DefaultNonces)
 	}
 	start, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
 	end, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
@@ -151,7 +151,7 @@ func parseNonces(s string) (uint64, uint64, error) {
 
 func parseSlot(s string) (time.Duration, error) {
 	secs, err := strconv.ParseFloat(s, 64)
-	limit := pora.MaxSlotLength.Seconds()
+	limit := porago.MaxSlotLength.Seconds()
 	if err != nil || !(secs > 0 && secs <= limit) || math.IsNaN(secs) {
 		return 0, fmt.Errorf("--slot %s: must be more than 0 and at most %v seconds", s, limit)
 	}
@@ -176,7 +176,7 @@ func runMine(args []string) error {
 	if err != nil {
 		return err
 	}
-	find, err := pora.ParseFind(*m.find)
+	find, err := porago.ParseFind(*m.find)
 	if err != nil {
 		return fmt.Errorf("--%w", err)
 	}
@@ -187,7 +187,7 @@ func runMine(args []string) error {
 	if *m.slots < 1 {
 		return errors.New("--slots must be at least 1")
 	}
-	shards, err := pora.Open(m.files, pora.Options{
+	shards, err := porago.Open(m.files, porago.Options{
 		Method: *m.method, Threads: *m.threads, Depth: *m.depth, RandomChecks: *m.checks,
 		KVEntriesBits: *m.kvBits, OnIOError: *m.onIOError, Profile: *m.profile, Miner: m.miner.val,
 	})
@@ -211,7 +211,7 @@ func runMine(args []string) error {
 			randao = randomRandao(*m.seed, slot)
 		}
 		slotCtx, cancel := context.WithTimeout(ctx, slotLen)
-		report, err := shards.MineSlot(slotCtx, pora.SlotRequest{
+		report, err := shards.MineSlot(slotCtx, porago.SlotRequest{
 			Randao: randao, NonceStart: start, NonceEnd: end, Find: find, Difficulty: diff, SlotNumber: slot,
 		})
 		cancel()
@@ -228,7 +228,7 @@ func runMine(args []string) error {
 	return nil
 }
 
-func printReport(slot uint64, r *pora.SlotReport, asJSON bool) {
+func printReport(slot uint64, r *porago.SlotReport, asJSON bool) {
 	for _, s := range r.Shards {
 		if asJSON {
 			fmt.Println(string(s.Raw))

@@ -1,10 +1,10 @@
 // Command porago is `pora hash` and `pora mine` written on the Go package alone: the conformance
 // harness of the bindings (its --json output equals pora's, timings aside) and the example
-// es-node developers read first; `porago task` runs es-node's per-shard task through pora.Engine.
+// es-node developers read first; `porago task` runs es-node's per-shard task through porago.Engine.
 //
 //	porago hash --file shard0.dat --randao 0x.. --nonce 7 --json
 //	porago mine --file shard0.dat --file shard1.dat --random-randao --slots 3 --find all --required-diff 0x..
-//	porago task --file shard0.dat --randao 0x.. --required-diff 0x.. --json   (es-node's task via pora.Engine)
+//	porago task --file shard0.dat --randao 0x.. --required-diff 0x.. --json   (es-node's task via porago.Engine)
 //
 // Each --file is one shard; a shard of several data files is given as --file a.dat,b.dat (Go's
 // flag package takes one value per occurrence, where pora takes `--file a.dat b.dat`).
@@ -22,8 +22,8 @@ import (
 	"strings"
 	"syscall"
 
-	"pora"
-	"pora/internal/keccak"
+	porago "github.com/pora-miner/pora/bindings/go"
+	"github.com/pora-miner/pora/bindings/go/internal/keccak"
 )
 
 // exitInterrupted is pora's exit status after Ctrl-C / SIGTERM (128 + SIGINT).
@@ -95,36 +95,36 @@ func addDiffFlags(fs *flag.FlagSet) diffFlags {
 		required:   fs.String("required-diff", "", "the threshold hash1 must not exceed (decimal or 0x hex); instead of --difficulty"),
 		difficulty: fs.String("difficulty", "", "the storage contract's current difficulty (decimal or 0x hex)"),
 		interval:   fs.Uint64("interval", 0, "seconds since the shard was last mined (blockTime - lastMineTime)"),
-		cutoff:     fs.Uint64("cutoff", pora.DefaultCutoff, "difficulty adjustment cutoff, seconds"),
-		divisor:    fs.Uint64("diff-adj-divisor", pora.DefaultDiffAdjDivisor, "difficulty adjustment divisor"),
-		minimum:    fs.String("minimum-diff", fmt.Sprint(pora.DefaultMinimumDiff), "minimum difficulty (decimal or 0x hex)"),
+		cutoff:     fs.Uint64("cutoff", porago.DefaultCutoff, "difficulty adjustment cutoff, seconds"),
+		divisor:    fs.Uint64("diff-adj-divisor", porago.DefaultDiffAdjDivisor, "difficulty adjustment divisor"),
+		minimum:    fs.String("minimum-diff", fmt.Sprint(porago.DefaultMinimumDiff), "minimum difficulty (decimal or 0x hex)"),
 	}
 }
 
-func (d diffFlags) difficultyOf(set map[string]bool) (*pora.Difficulty, error) {
+func (d diffFlags) difficultyOf(set map[string]bool) (*porago.Difficulty, error) {
 	switch {
 	case set["required-diff"] && (set["difficulty"] || set["interval"]):
 		return nil, errors.New("--required-diff cannot be used with --difficulty/--interval")
 	case set["required-diff"]:
-		r, err := pora.ParseU256("--required-diff", *d.required)
-		return &pora.Difficulty{RequiredDiff: r}, err
+		r, err := porago.ParseU256("--required-diff", *d.required)
+		return &porago.Difficulty{RequiredDiff: r}, err
 	case set["difficulty"] != set["interval"]:
 		return nil, errors.New("--difficulty and --interval go together")
 	case !set["difficulty"]:
 		return nil, nil
 	}
-	diff, err := pora.ParseU256("--difficulty", *d.difficulty)
+	diff, err := porago.ParseU256("--difficulty", *d.difficulty)
 	if err != nil {
 		return nil, err
 	}
-	min, err := pora.ParseU256("--minimum-diff", *d.minimum)
+	min, err := porago.ParseU256("--minimum-diff", *d.minimum)
 	if err != nil {
 		return nil, err
 	}
 	if *d.cutoff == 0 || *d.divisor == 0 {
 		return nil, errors.New("--cutoff and --diff-adj-divisor must be positive")
 	}
-	return &pora.Difficulty{Difficulty: diff, Interval: *d.interval, Cutoff: *d.cutoff, DiffAdjDivisor: *d.divisor, MinimumDiff: min}, nil
+	return &porago.Difficulty{Difficulty: diff, Interval: *d.interval, Cutoff: *d.cutoff, DiffAdjDivisor: *d.divisor, MinimumDiff: min}, nil
 }
 
 // parse parses args and returns which flags were given.

@@ -1,4 +1,4 @@
-// porago task: one slot of es-node's mining task per shard through pora.Engine, the engine
+// porago task: one slot of es-node's mining task per shard through porago.Engine, the engine
 // es-node's miner would call, printing es-node's own state for it (mining power in basis points,
 // sampling time, the first valid nonce with its samples). Shards' tasks run concurrently, as
 // es-node runs one task per shard.
@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"pora"
+	porago "github.com/pora-miner/pora/bindings/go"
 )
 
 // taskRecord is what es-node keeps of a task: its MiningState and the found nonce's samples.
@@ -39,8 +39,8 @@ func runTask(args []string) error {
 	fs := flag.NewFlagSet("task", flag.ContinueOnError)
 	files, randao := addShardFlags(fs, "data files of one shard (comma-separated); repeat --file for each further shard")
 	required := fs.String("required-diff", "", "the threshold hash1 must not exceed (decimal or 0x hex)")
-	slotSec := fs.String("slot", fmt.Sprint(pora.DefaultSlotLength.Seconds()), "slot length in seconds (es-node's)")
-	nonceLimit := fs.Uint64("nonce-limit", pora.DefaultNonces, "nonces per shard and slot (es-node's)")
+	slotSec := fs.String("slot", fmt.Sprint(porago.DefaultSlotLength.Seconds()), "slot length in seconds (es-node's)")
+	nonceLimit := fs.Uint64("nonce-limit", porago.DefaultNonces, "nonces per shard and slot (es-node's)")
 	method := fs.String("method", "auto", "access method")
 	threads := fs.Int("threads", 0, "worker threads [default: chosen by pora]")
 	depth := fs.Int("depth", 0, "reads in flight per thread [default: chosen by pora]")
@@ -49,7 +49,7 @@ func runTask(args []string) error {
 	if len(*files) == 0 || !set["randao"] || !set["required-diff"] {
 		return errors.New("task: --file, --randao and --required-diff are required")
 	}
-	diff, err := pora.ParseU256("--required-diff", *required)
+	diff, err := porago.ParseU256("--required-diff", *required)
 	if err != nil {
 		return err
 	}
@@ -57,9 +57,9 @@ func runTask(args []string) error {
 	if err != nil {
 		return err
 	}
-	engines := make([]*pora.Engine, len(*files))
+	engines := make([]*porago.Engine, len(*files))
 	for i, group := range *files {
-		e, err := pora.OpenEngine(group, pora.Options{Method: *method, Threads: *threads, Depth: *depth})
+		e, err := porago.OpenEngine(group, porago.Options{Method: *method, Threads: *threads, Depth: *depth})
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func runTask(args []string) error {
 	var wg sync.WaitGroup
 	for i, e := range engines {
 		wg.Add(1)
-		go func(i int, e *pora.Engine) {
+		go func(i int, e *porago.Engine) {
 			defer wg.Done()
 			records[i], errs[i] = mineTask(e, randao.val, diff, *nonceLimit, deadline)
 		}(i, e)
@@ -87,8 +87,8 @@ func runTask(args []string) error {
 	return nil
 }
 
-func mineTask(e *pora.Engine, randao []byte, diff *big.Int, limit uint64, deadline time.Time) (taskRecord, error) {
-	res, err := e.MineTask(pora.Task{MixHash: randao, RequiredDiff: diff, NonceEnd: limit, NonceLimit: limit, Deadline: deadline}, nil)
+func mineTask(e *porago.Engine, randao []byte, diff *big.Int, limit uint64, deadline time.Time) (taskRecord, error) {
+	res, err := e.MineTask(porago.Task{MixHash: randao, RequiredDiff: diff, NonceEnd: limit, NonceLimit: limit, Deadline: deadline}, nil)
 	if err != nil {
 		return taskRecord{}, err
 	}

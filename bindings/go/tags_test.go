@@ -1,0 +1,7 @@
+//go:build !pora_sim
+
+package porago
+
+// buildTags are the tags this test binary was built with, for the programs the tests build
+// (porago): the same library, here the production one (link.go).
+const buildTags = ""

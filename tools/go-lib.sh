@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# tools/go-lib.sh: the one command that builds libpora for the Go package from a checkout and puts
+# it where the package's cgo directives look (bindings/go/link.go):
+#
+#   bindings/go/lib/<goos>_<goarch>[_musl]/libpora_ffi.a   production library (no `sim` feature)
+#   bindings/go/lib/sim/<goos>_<goarch>/libpora_ffi.a       with --sim: the tests' library, linked
+#                                                           only with `go test -tags pora_sim`
+#
+# Usage: tools/go-lib.sh [--sim] [--with-cli] [TARGET...]      (no TARGET: this machine's target)
+#   --with-cli also builds the `pora` binary in the same cargo run (same features), at
+#   target/TARGET/release/pora[.exe]: the Go tests compare with it (PORA_BINARY).
+#   TARGET is a Rust target triple or its Go name: x86_64-unknown-linux-gnu (linux_amd64),
+#   x86_64-unknown-linux-musl (linux_amd64_musl), aarch64-unknown-linux-gnu (linux_arm64),
+#   x86_64-pc-windows-gnu (windows_amd64), x86_64-apple-darwin (darwin_amd64),
+#   aarch64-apple-darwin (darwin_arm64).
+#
+# Each library is `cargo rustc --release --locked -p pora-ffi --crate-type staticlib --target
+# TARGET` (`cargo build` with --with-cli; always an explicit
+# --target, so the library lands in target/TARGET/release and a `cargo build [--features sim]`
+# of the host, which writes target/release, never changes what Go links), with no debug info
+# (the consumer needs none; sizes in docs/release.md), build paths remapped out
+# (--remap-path-prefix: the checkout is /pora, $CARGO_HOME /cargo, the toolchain /rustc-sysroot),
+# then stripped of the debug sections the toolchain's precompiled standard library carries and
+# of the LLVM bitcode rustc embeds for LTO (llvm-objcopy --strip-debug --remove-section=.llvmbc
+# ..., from `rustup component add llvm-tools`: one tool for ELF, COFF and Mach-O). The profile's LTO and codegen units are the workspace's unless CARGO_PROFILE_RELEASE_*
+# says otherwise (CI's quick builds turn LTO off).
+#
+# Needs: cargo, rustc with the target's standard library (rustup target add TARGET), the
+# llvm-tools component, and a C compiler for the target where a dependency compiles C/assembly
+# (linux: cc / aarch64-linux-gnu-gcc / musl-gcc; windows: x86_64-w64-mingw32-gcc; darwin: none).
+# Fails loudly ("go-lib.sh: FAIL: ...", non-zero) naming what is missing.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export LC_ALL=C
+
+fail() {
+    echo "go-lib.sh: FAIL: $*" >&2
+    exit 1
+}
+
+# go_dir TARGET: the Go directory name of a Rust target (empty: not a target the package knows).
+go_dir() {
+    case "$1" in
+        x86_64-unknown-linux-gnu | linux_amd64) echo linux_amd64 ;;
+        x86_64-unknown-linux-musl | linux_amd64_musl) echo linux_amd64_musl ;;
+        aarch64-unknown-linux-gnu | linux_arm64) echo linux_arm64 ;;
+        x86_64-pc-windows-gnu | windows_amd64) echo windows_amd64 ;;
+        x86_64-apple-darwin | darwin_amd64) echo darwin_amd64 ;;
+        aarch64-apple-darwin | darwin_arm64) echo darwin_arm64 ;;
+        *) echo "" ;;
+    esac
+}
+# rust_target GO_DIR_OR_TRIPLE: the Rust triple.
+rust_target() {
+    case "$(go_dir "$1")" in
+        linux_amd64) echo x86_64-unknown-linux-gnu ;;
+        linux_amd64_musl) echo x86_64-unknown-linux-musl ;;
+        linux_arm64) echo aarch64-unknown-linux-gnu ;;
+        windows_amd64) echo x86_64-pc-windows-gnu ;;
+        darwin_amd64) echo x86_64-apple-darwin ;;
+        darwin_arm64) echo aarch64-apple-darwin ;;
+    esac
+}
+
+sim=0
+# Only the static library: the crate's cdylib would need the target's linker (none for macOS
+# on Linux). --with-cli builds the pora binary too, which links (host and MinGW targets).
+build=(cargo rustc -p pora-ffi --lib --crate-type staticlib)
+targets=()
+for arg in "$@"; do
+    case "$arg" in
+        --sim) sim=1 ;;
+        --with-cli) build=(cargo build -p pora-ffi -p pora) ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        -*) fail "unknown option '$arg' (usage: tools/go-lib.sh [--sim] [TARGET...])" ;;
+        *)
+            [ -n "$(go_dir "$arg")" ] || fail "unknown target '$arg' (known: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, x86_64-pc-windows-gnu, x86_64-apple-darwin, aarch64-apple-darwin)"
+            targets+=("$(rust_target "$arg")")
+            ;;
+    esac
+done
+if [ ${#targets[@]} -eq 0 ]; then
+    host="$(rustc -vV | sed -n 's/^host: //p')" || fail "rustc -vV failed"
+    [ -n "$(go_dir "$host")" ] || fail "this machine's target $host has no Go library directory; name a TARGET"
+    targets=("$host")
+fi
+
+command -v cargo >/dev/null || fail "no cargo on PATH"
+SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
+HOST="$(rustc -vV | sed -n 's/^host: //p')"
+OBJCOPY="$SYSROOT/lib/rustlib/$HOST/bin/llvm-objcopy"
+[ -x "$OBJCOPY" ] || fail "no $OBJCOPY (rustup component add llvm-tools)"
+# Debug info, and the LLVM bitcode rustc embeds in every object for LTO (ELF/COFF .llvmbc,
+# Mach-O __LLVM,__bitcode): a C or Go linker never reads it, and it is two thirds of the bytes.
+STRIP_ARGS=(--strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd
+    --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline)
+CARGO_HOME_DIR="$(cd "${CARGO_HOME:-$HOME/.cargo}" && pwd)"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+mkdir -p "$TARGET_DIR"
+TARGET_DIR="$(cd "$TARGET_DIR" && pwd)"
+
+flags=()
+for rule in "$ROOT=/pora" "$CARGO_HOME_DIR=/cargo" "$SYSROOT=/rustc-sysroot" "$TARGET_DIR=/target"; do
+    flags+=("--remap-path-prefix=$rule")
+done
+cflags="-ffile-prefix-map=$ROOT=/pora -ffile-prefix-map=$CARGO_HOME_DIR=/cargo"
+features=()
+[ "$sim" -eq 0 ] || features=(--features sim)
+
+for target in "${targets[@]}"; do
+    dir="$(go_dir "$target")"
+    [ -d "$SYSROOT/lib/rustlib/$target/lib" ] || fail "Rust target $target is not installed (rustup target add $target)"
+    out="$ROOT/bindings/go/lib/$dir"
+    [ "$sim" -eq 0 ] || out="$ROOT/bindings/go/lib/sim/$dir"
+    echo "go-lib.sh: ${build[*]} --release --locked --target $target ${features[*]}" >&2
+    env CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_TARGET_DIR="$TARGET_DIR" \
+        CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
+        CC_aarch64_unknown_linux_gnu="${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}" \
+        CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}" \
+        CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}" \
+        CFLAGS="$cflags" \
+        "${build[@]}" --release --locked --target "$target" "${features[@]}" \
+        || fail "${build[*]} --target $target failed"
+    built="$TARGET_DIR/$target/release/libpora_ffi.a"
+    [ -f "$built" ] || fail "the build left no $built"
+    mkdir -p "$out"
+    "$OBJCOPY" "${STRIP_ARGS[@]}" "$built" "$out/libpora_ffi.a.tmp" || fail "llvm-objcopy --strip-debug $built failed"
+    mv "$out/libpora_ffi.a.tmp" "$out/libpora_ffi.a"
+    echo "go-lib.sh: $out/libpora_ffi.a ($(stat -c %s "$out/libpora_ffi.a") bytes; unstripped $(stat -c %s "$built"))" >&2
+done

@@ -1,7 +1,9 @@
 // porago task: one slot of es-node's mining task per shard through porago.Engine, the engine
 // es-node's miner would call, printing es-node's own state for it (mining power in basis points,
 // sampling time, the first valid nonce with its samples). Shards' tasks run concurrently, as
-// es-node runs one task per shard.
+// es-node runs one task per shard. --tasks N runs N consecutive slots on the same engines, as a
+// node does for months (each slot's randao differs in its last byte; `auto` decides again before
+// every slot: the record names the method each slot used).
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 // taskRecord is what es-node keeps of a task: its MiningState and the found nonce's samples.
 type taskRecord struct {
 	Engine         string       `json:"engine"`
+	Task           uint64       `json:"task"`
 	Shard          uint64       `json:"shard"`
 	MiningPowerBps uint64       `json:"miningPowerBps"`
 	SamplingTimeMs uint64       `json:"samplingTimeMs"`
@@ -44,10 +47,14 @@ func runTask(args []string) error {
 	method := fs.String("method", "auto", "access method")
 	threads := fs.Int("threads", 0, "worker threads [default: chosen by pora]")
 	depth := fs.Int("depth", 0, "reads in flight per thread [default: chosen by pora]")
-	asJSON := fs.Bool("json", false, "one JSON object per shard")
+	asJSON := fs.Bool("json", false, "one JSON object per shard and task")
+	tasks := fs.Uint64("tasks", 1, "consecutive slots on the same engines (the randao's last byte differs per slot)")
 	set := parse(fs, args)
 	if len(*files) == 0 || !set["randao"] || !set["required-diff"] {
 		return errors.New("task: --file, --randao and --required-diff are required")
+	}
+	if *tasks == 0 {
+		return errors.New("task: --tasks must be at least 1")
 	}
 	diff, err := porago.ParseU256("--required-diff", *required)
 	if err != nil {
@@ -66,23 +73,28 @@ func runTask(args []string) error {
 		defer e.Close()
 		engines[i] = e
 	}
-	deadline := time.Now().Add(slotLen)
-	records := make([]taskRecord, len(engines))
-	errs := make([]error, len(engines))
-	var wg sync.WaitGroup
-	for i, e := range engines {
-		wg.Add(1)
-		go func(i int, e *porago.Engine) {
-			defer wg.Done()
-			records[i], errs[i] = mineTask(e, randao.val, diff, *nonceLimit, deadline)
-		}(i, e)
-	}
-	wg.Wait()
-	for i, rec := range records {
-		if errs[i] != nil {
-			return errs[i]
+	for t := uint64(0); t < *tasks; t++ {
+		mix := append([]byte(nil), randao.val...)
+		mix[len(mix)-1] ^= byte(t)
+		deadline := time.Now().Add(slotLen)
+		records := make([]taskRecord, len(engines))
+		errs := make([]error, len(engines))
+		var wg sync.WaitGroup
+		for i, e := range engines {
+			wg.Add(1)
+			go func(i int, e *porago.Engine) {
+				defer wg.Done()
+				records[i], errs[i] = mineTask(e, mix, diff, *nonceLimit, deadline)
+			}(i, e)
 		}
-		printTask(rec, *asJSON)
+		wg.Wait()
+		for i, rec := range records {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			rec.Task = t
+			printTask(rec, *asJSON)
+		}
 	}
 	return nil
 }
@@ -93,8 +105,12 @@ func mineTask(e *porago.Engine, randao []byte, diff *big.Int, limit uint64, dead
 		return taskRecord{}, err
 	}
 	c := e.Shards().Choice
+	method := res.Record.Method // the method this slot read with (auto may switch between slots)
+	if method == "" {
+		method = c.Method
+	}
 	rec := taskRecord{Engine: "pora", Shard: e.Shards().ShardIdxs[0], MiningPowerBps: res.MiningPowerBps, SamplingTimeMs: res.SamplingTimeMs,
-		NoncesTried: res.NoncesTried, Method: c.Method, Threads: c.Threads, Depth: c.Depth, Found: []foundNonce{}}
+		NoncesTried: res.NoncesTried, Method: method, Threads: c.Threads, Depth: c.Depth, Found: []foundNonce{}}
 	if res.Found {
 		rec.Found = append(rec.Found, foundNonce{res.Nonce, res.SampleIdxs, res.EncodedSamples})
 	}

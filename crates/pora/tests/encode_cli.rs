@@ -444,9 +444,21 @@ fn a_bad_encode_kernel_is_an_error_naming_the_variable() {
 fn fill_empty_json_counts_skipped_kvs_and_names_the_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("resume.dat");
-    let first = json(&create_empty(&file, 2, 2, MINER, &["--kv-range", "8..9", "--json"]));
-    assert_eq!((first["kvs"].as_u64(), first["skipped"].as_u64()), (Some(1), Some(0)));
-    assert_eq!(first["kernel"], pora_encode::Kernel::selected().unwrap().name());
+    let first = json(&create_empty(
+        &file,
+        2,
+        2,
+        MINER,
+        &["--kv-range", "8..9", "--json"],
+    ));
+    assert_eq!(
+        (first["kvs"].as_u64(), first["skipped"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(
+        first["kernel"],
+        pora_encode::Kernel::selected().unwrap().name()
+    );
     // KV 10 (the third of the file) holds a blob: its meta entry is a commit.
     write_at(&file, meta_at(4, 2), &[0x11; 32]);
     let resumed = json(&create_empty(&file, 2, 2, MINER, &["--resume", "--json"]));

@@ -212,7 +212,19 @@ impl Header {
                 ),
             ));
         }
-        if start_bytes.checked_add(len_bytes).is_none() || self.allocated_len().is_none() {
+        // The meta entries as `kv_meta_offset` places them (META_SIZE bytes per KV after the
+        // data region, whatever `metaSize` says) must be addressable too: a header with a small
+        // `metaSize` and a huge `chunkIdxLen` passed the check of `allocated_len` alone and
+        // overflowed there (found by the `header` fuzz target).
+        let meta_end = self
+            .chunk_idx_len
+            .checked_mul(META_SIZE)
+            .and_then(|m| m.checked_add(len_bytes))
+            .and_then(|m| m.checked_add(HEADER_SIZE));
+        if start_bytes.checked_add(len_bytes).is_none()
+            || self.allocated_len().is_none()
+            || meta_end.is_none()
+        {
             return Err(bad(
                 "chunkIdxLen",
                 24,
@@ -369,5 +381,35 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("magic"));
+    }
+
+    /// Found by the `header` fuzz target (fuzz/corpus/header/crash-a4adc77d…): chunkSize 2,
+    /// maxKvSize 2^25, metaSize 0 and chunkIdxLen 0x2b00…: `allocated_len` fits in 64 bits, but
+    /// the last KV's meta offset (32-byte entries after the data region) overflowed, a panic
+    /// with overflow checks on. Now the header is refused.
+    #[test]
+    fn a_meta_region_past_64_bits_is_refused_not_an_overflow() {
+        let h = Header {
+            version: 0,
+            chunk_idx_start: 0,
+            chunk_idx_len: 0x2b00_0000_0000_0000,
+            encode_type: EncodeType::None,
+            max_kv_size: 1 << 25,
+            chunk_size: 2,
+            meta_size: 0,
+            miner: Address([0; 20]),
+            status: 0,
+        };
+        assert!(
+            h.allocated_len().is_some(),
+            "the case the old check let through"
+        );
+        assert!(err_of(&h).contains("overflows 64 bits"), "{}", err_of(&h));
+        let fuzz_input = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/header/crash-a4adc77da9c6e660d7eb509dfee18ef602c7dbce"
+        ))
+        .unwrap();
+        assert!(Header::parse(Path::new("f.dat"), &fuzz_input).is_err());
     }
 }

@@ -38,6 +38,6 @@ pub use config::{
 pub use error::ServeError;
 pub use exporter::MetricsExporter;
 pub use http::{Server, Shutdown};
-pub use methods::Method;
+pub use methods::{Call, Method};
 pub use metrics::Metrics;
 pub use service::{FailedRead, Service, ServiceError, StatusRecord};

@@ -8,6 +8,7 @@ use crate::codes::{
 };
 use crate::params::Params;
 use crate::service::{list, Service, ServiceError};
+use pora_core::{H256, U256};
 use pora_mine::{ErrorKind, Find, MineError, SlotRequest};
 use pora_mine::{MAX_SLOT_LENGTH_MS, NONCES_PER_SLOT, SLOT_LENGTH_MS};
 use serde::Serialize;
@@ -48,21 +49,54 @@ impl Method {
         Method::ALL.into_iter().find(|m| m.name() == name)
     }
 
+    /// Reads and checks this method's params: everything a call does before it reaches the
+    /// session. `random_checks` is the samples per nonce the shards were opened with.
+    pub fn parse_params(self, params: Option<Value>, random_checks: u32) -> Result<Call, RpcError> {
+        let mut params = Params::new(params)?;
+        let call = match self {
+            Method::Hash => hash_params(&mut params, random_checks)?,
+            Method::MineSlot => mine_slot_params(&mut params, random_checks)?,
+            Method::Cancel => Call::Cancel,
+            Method::Status => Call::Status,
+        };
+        params.finish()?;
+        Ok(call)
+    }
+
     async fn call(self, service: &Arc<Service>, params: Option<Value>) -> Result<Value, RpcError> {
-        let params = Params::new(params)?;
-        match self {
-            Method::Hash => hash(service, params).await,
-            Method::MineSlot => mine_slot(service, params).await,
-            Method::Cancel => {
-                params.finish()?;
-                Ok(json!({ "cancelled": service.cancel() }))
+        let served = service.session().miner().config().random_checks;
+        match self.parse_params(params, served)? {
+            Call::Hash {
+                shard,
+                randao,
+                nonce,
+                required,
+            } => {
+                let record = service.hash(shard, randao, nonce, required).await;
+                answer(record.map_err(|e| service_error(service, e))?)
             }
-            Method::Status => {
-                params.finish()?;
-                answer(service.status())
+            Call::MineSlot(request) => {
+                let slot = service.mine_slot(*request).await;
+                answer(slot.map_err(|e| service_error(service, e))?)
             }
+            Call::Cancel => Ok(json!({ "cancelled": service.cancel() })),
+            Call::Status => answer(service.status()),
         }
     }
+}
+
+/// A call whose params were read and checked, ready for the service.
+#[derive(Debug)]
+pub enum Call {
+    Hash {
+        shard: Option<u64>,
+        randao: H256,
+        nonce: u64,
+        required: Option<U256>,
+    },
+    MineSlot(Box<SlotRequest>),
+    Cancel,
+    Status,
 }
 
 /// Calls the method named `name` with `params`, and counts the call.
@@ -82,7 +116,7 @@ pub async fn call(
     result
 }
 
-fn not_found(name: &str) -> RpcError {
+pub(crate) fn not_found(name: &str) -> RpcError {
     // Echo at most a short prefix of what the client sent.
     let shown: String = name.chars().take(64).collect();
     let names: Vec<&str> = Method::ALL.into_iter().map(Method::name).collect();
@@ -96,20 +130,23 @@ fn not_found(name: &str) -> RpcError {
 }
 
 /// `{randao, nonce, shard?, randomChecks?, requiredDiff? | difficulty + interval ...}`.
-async fn hash(service: &Arc<Service>, mut params: Params) -> Result<Value, RpcError> {
+fn hash_params(params: &mut Params, random_checks: u32) -> Result<Call, RpcError> {
     let randao = params.h256("randao")?;
     let nonce = params.quantity("nonce")?;
     let shard = params.opt_quantity("shard")?;
-    check_random_checks(service, &mut params)?;
+    check_random_checks(random_checks, params)?;
     let required = params.required_diff()?;
-    params.finish()?;
-    let record = service.hash(shard, randao, nonce, required).await;
-    answer(record.map_err(|e| service_error(service, e))?)
+    Ok(Call::Hash {
+        shard,
+        randao,
+        nonce,
+        required,
+    })
 }
 
 /// `{randao, nonceStart?, nonceEnd?, requiredDiff? | difficulty + interval ..., find?, slotMs?,
 /// randomChecks?}`; left out, the nonces and the slot length are es-node's.
-async fn mine_slot(service: &Arc<Service>, mut params: Params) -> Result<Value, RpcError> {
+fn mine_slot_params(params: &mut Params, random_checks: u32) -> Result<Call, RpcError> {
     let randao = params.h256("randao")?;
     let start = params.opt_quantity("nonceStart")?.unwrap_or(0);
     let end = params.opt_quantity("nonceEnd")?.unwrap_or(NONCES_PER_SLOT);
@@ -127,16 +164,14 @@ async fn mine_slot(service: &Arc<Service>, mut params: Params) -> Result<Value, 
             format!("{slot_ms}: must be between 1 and {MAX_SLOT_LENGTH_MS} milliseconds"),
         ));
     }
-    check_random_checks(service, &mut params)?;
+    check_random_checks(random_checks, params)?;
     let required = params.required_diff()?;
-    params.finish()?;
     let request = SlotRequest::new(randao)
         .with_nonces(start..end)
         .with_slot_length(Duration::from_millis(slot_ms))
         .with_find(find)
         .with_required_diff(required);
-    let slot = service.mine_slot(request).await;
-    answer(slot.map_err(|e| service_error(service, e))?)
+    Ok(Call::MineSlot(Box::new(request)))
 }
 
 /// `find`: which valid nonces a slot reports; es-node's (the first) when left out.
@@ -153,8 +188,7 @@ fn find(asked: Option<&str>) -> Result<Find, RpcError> {
 }
 
 /// `randomChecks` is fixed when the shards are opened: a call may repeat it, not change it.
-fn check_random_checks(service: &Service, params: &mut Params) -> Result<(), RpcError> {
-    let served = service.session().miner().config().random_checks;
+fn check_random_checks(served: u32, params: &mut Params) -> Result<(), RpcError> {
     match params.opt_quantity("randomChecks")? {
         Some(asked) if asked != u64::from(served) => Err(RpcError::invalid_param(
             "randomChecks",

@@ -5,6 +5,7 @@
 //! every JSON-RPC body it sends, so it knows no codes.
 
 use crate::codes::{RpcError, INVALID_REQUEST, PARSE_ERROR};
+use crate::methods::Method;
 use crate::service::Service;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -34,32 +35,28 @@ pub fn refused(why: impl std::fmt::Display) -> Value {
     ))
 }
 
-/// Answers one HTTP body; `None` when every request was a notification (nothing to send).
-pub async fn handle_body(service: &Arc<Service>, body: &[u8]) -> Option<Value> {
-    let parsed: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(error_response(RpcError::new(
-                PARSE_ERROR,
-                format!("parse error: {e}"),
-            )))
-        }
-    };
-    match parsed {
-        Value::Array(batch) => handle_batch(service, batch).await,
-        single => handle_one(service.clone(), single).await,
-    }
+/// What a body holds once parsed: one request, or a batch within [`MAX_BATCH`].
+enum Body {
+    One(Value),
+    Batch(Vec<Value>),
 }
 
-async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value> {
+/// Parses a body; a refusal is the error response (parse error, empty or oversized batch).
+fn parse_body(body: &[u8]) -> Result<Body, Value> {
+    let parsed: Value = serde_json::from_slice(body)
+        .map_err(|e| error_response(RpcError::new(PARSE_ERROR, format!("parse error: {e}"))))?;
+    let batch = match parsed {
+        Value::Array(batch) => batch,
+        single => return Ok(Body::One(single)),
+    };
     if batch.is_empty() {
-        return Some(error_response(RpcError::new(
+        return Err(error_response(RpcError::new(
             INVALID_REQUEST,
             "invalid request: empty batch",
         )));
     }
     if batch.len() > MAX_BATCH {
-        return Some(error_response(RpcError::new(
+        return Err(error_response(RpcError::new(
             INVALID_REQUEST,
             format!(
                 "invalid request: batch of {} requests; at most {MAX_BATCH}",
@@ -67,6 +64,49 @@ async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value
             ),
         )));
     }
+    Ok(Body::Batch(batch))
+}
+
+/// Answers one HTTP body; `None` when every request was a notification (nothing to send).
+pub async fn handle_body(service: &Arc<Service>, body: &[u8]) -> Option<Value> {
+    match parse_body(body) {
+        Err(refusal) => Some(refusal),
+        Ok(Body::One(single)) => handle_one(service.clone(), single).await,
+        Ok(Body::Batch(batch)) => handle_batch(service, batch).await,
+    }
+}
+
+/// [`handle_body`] up to the session, for fuzzing and tests without open shards: the same body
+/// parsing, batch limits, request envelope, method lookup and params checks, with every call
+/// that passed them answered `{"checked": "<method>"}` instead of being run (`random_checks`
+/// stands for the samples per nonce the shards were opened with). Batches are answered in
+/// order, one request after another. What it answers for a refused body or request is exactly
+/// what the service answers.
+pub fn check_body(body: &[u8], random_checks: u32) -> Option<Value> {
+    let check_one = |request: Value| {
+        let (id, method, params) = match envelope(request) {
+            Ok(parts) => parts,
+            Err(refusal) => return Some(*refusal),
+        };
+        let result = match Method::parse(&method) {
+            Some(m) => m
+                .parse_params(params, random_checks)
+                .map(|_| json!({ "checked": m.name() })),
+            None => Err(crate::methods::not_found(&method)),
+        };
+        id.map(|id| response(id, result))
+    };
+    match parse_body(body) {
+        Err(refusal) => Some(refusal),
+        Ok(Body::One(single)) => check_one(single),
+        Ok(Body::Batch(batch)) => {
+            let answers: Vec<Value> = batch.into_iter().filter_map(check_one).collect();
+            (!answers.is_empty()).then_some(Value::Array(answers))
+        }
+    }
+}
+
+async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value> {
     // Run the batch's requests concurrently (a `pora_cancel` next to a `pora_mineSlot` must not
     // wait for the slot), answer in request order.
     let mut tasks = tokio::task::JoinSet::new();
@@ -164,6 +204,45 @@ mod tests {
         );
         let (id, _, _) = envelope(json!({"jsonrpc": "2.0", "method": "m"})).unwrap();
         assert_eq!(id, None, "no id: a notification");
+    }
+
+    fn code(answer: &Value) -> i64 {
+        answer["error"]["code"].as_i64().unwrap()
+    }
+
+    #[test]
+    fn check_body_answers_like_the_service_without_a_session() {
+        use crate::codes::METHOD_NOT_FOUND;
+        assert_eq!(code(&check_body(b"{", 2).unwrap()), PARSE_ERROR);
+        assert_eq!(code(&check_body(b"[]", 2).unwrap()), INVALID_REQUEST);
+        let big = format!("[{}1]", "1,".repeat(MAX_BATCH));
+        assert_eq!(
+            code(&check_body(big.as_bytes(), 2).unwrap()),
+            INVALID_REQUEST
+        );
+        let ok = br#"{"jsonrpc":"2.0","id":1,"method":"pora_hash","params":{"randao":"0x1111111111111111111111111111111111111111111111111111111111111111","nonce":"0x5"}}"#;
+        assert_eq!(check_body(ok, 2).unwrap()["result"]["checked"], "pora_hash");
+        // The service's randomChecks is fixed: asking another is refused.
+        let other =
+            br#"{"jsonrpc":"2.0","id":1,"method":"pora_status","params":{"randomChecks":3}}"#;
+        assert_eq!(code(&check_body(other, 2).unwrap()), INVALID_PARAMS);
+        let slot = br#"{"jsonrpc":"2.0","id":"a","method":"pora_mineSlot","params":[{"randao":"0x1111111111111111111111111111111111111111111111111111111111111111","nonceStart":5,"nonceEnd":5}]}"#;
+        let answer = check_body(slot, 2).unwrap();
+        assert_eq!(
+            (code(&answer), &answer["id"]),
+            (INVALID_PARAMS, &json!("a"))
+        );
+        assert_eq!(answer["error"]["data"]["field"], "nonceEnd");
+        // A batch: answered in order, notifications left out, unknown methods named.
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"pora_nope"},{"jsonrpc":"2.0","method":"pora_cancel"},{"jsonrpc":"2.0","id":2,"method":"pora_cancel"}]"#;
+        let answers = check_body(batch, 2).unwrap();
+        assert_eq!(code(&answers[0]), METHOD_NOT_FOUND);
+        assert_eq!(answers[1]["result"]["checked"], "pora_cancel");
+        assert_eq!(answers.as_array().unwrap().len(), 2);
+        assert_eq!(
+            check_body(br#"{"jsonrpc":"2.0","method":"pora_status"}"#, 2),
+            None
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # An explicit --target keeps RUSTFLAGS off build scripts (they are not linked with libFuzzer).
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --manifest-path fuzz/Cargo.toml --target-dir target/fuzz --target "$host" --bins
-for target in header inputs; do
+for target in header inputs rpc ffi; do
   mkdir -p "fuzz/artifacts/$target" "fuzz/corpus/$target"
   work=$(mktemp -d)
   # Without --grow, new inputs go to a scratch directory so the committed corpus stays small.

@@ -37,6 +37,12 @@ step "tools/go-lib.sh --sim --with-cli (cargo build --release -p pora-ffi -p por
 bash tools/go-lib.sh --sim --with-cli "$HOST_TARGET" || fail "release build of pora-ffi / pora failed"
 export PORA_BINARY="${CARGO_TARGET_DIR:-$ROOT/target}/$HOST_TARGET/release/pora"
 [ -x "$PORA_BINARY" ] || fail "no $PORA_BINARY after the build"
+# The fault file system (FUSE, crates/pora-faultfs) for the Engine-under-a-failing-disk tests
+# (bindings/go/faultfs_test.go); they skip, saying why, where /dev/fuse or root is missing.
+step "cargo build --release -p pora-faultfs (the Go fault tests' FUSE pass-through)"
+cargo build --release -p pora-faultfs --target "$HOST_TARGET" || fail "release build of pora-faultfs failed"
+export PORA_FAULTFS="${CARGO_TARGET_DIR:-$ROOT/target}/$HOST_TARGET/release/pora-faultfs"
+[ -x "$PORA_FAULTFS" ] || fail "no $PORA_FAULTFS after the build"
 
 step "the Go module's include/pora.h is crates/pora-ffi/include/pora.h"
 cmp crates/pora-ffi/include/pora.h bindings/go/include/pora.h \

@@ -179,11 +179,22 @@ struct MmapReader {
 }
 
 impl MmapReader {
-    /// Lowers every file's bound to its current length (one fstat per file).
+    /// Sets every file's bound to its current length (one fstat per file), within the map.
+    /// Where the SIGBUS handler watches the map the bound may rise again: that is what lets a
+    /// map recover once a fault clears (a bound lowered with the patch table full, or by a file
+    /// that shrank and grew back), and a page that still fails is contained like any other.
+    /// Elsewhere a fault would end the process, so the bound only ever goes down.
     fn check_lengths(&mut self) {
         for f in self.files.iter() {
             if let Ok(len) = current_len(&f.file) {
-                f.bound.valid_len().fetch_min(len, Ordering::SeqCst);
+                let len = len.min(f.mapped_len);
+                match &f.bound {
+                    #[cfg(any(target_os = "linux", target_os = "macos"))]
+                    Bound::Registered(reg) => reg.valid_len().store(len, Ordering::SeqCst),
+                    Bound::Local(bound) => {
+                        bound.fetch_min(len, Ordering::SeqCst);
+                    }
+                }
             }
         }
         self.reads_until_check = LENGTH_CHECK_READS;
@@ -296,13 +307,21 @@ fn copy_checked(
 /// The error for a read beyond the bound or one that faulted: `OutOfBounds` when the file now
 /// ends before the sample (the bound is lowered to the file's length, so later reads past it
 /// fail without touching the map), EIO when a page inside the file faulted (a media error).
+/// When the file's length cannot be read (an fstat interrupted or failed on a failing or
+/// network file system) the bound is left as it was: lowering it to 0 on a transient error
+/// would fail every later read of the map until the next length check.
 fn bound_error(f: &MappedFile, r: &SampleRead) -> ReadError {
-    let file_len = current_len(&f.file).unwrap_or(0).min(f.mapped_len);
-    f.bound.valid_len().fetch_min(file_len, Ordering::SeqCst);
-    let kind = if r.offset.saturating_add(SAMPLE_LEN as u64) > file_len {
-        ReadErrorKind::OutOfBounds { file_len }
-    } else {
-        ReadErrorKind::Os(libc::EIO)
+    let kind = match current_len(&f.file) {
+        Ok(len) => {
+            let file_len = len.min(f.mapped_len);
+            f.bound.valid_len().fetch_min(file_len, Ordering::SeqCst);
+            if r.offset.saturating_add(SAMPLE_LEN as u64) > file_len {
+                ReadErrorKind::OutOfBounds { file_len }
+            } else {
+                ReadErrorKind::Os(libc::EIO)
+            }
+        }
+        Err(_) => ReadErrorKind::Os(libc::EIO),
     };
     ReadError {
         file: r.file,

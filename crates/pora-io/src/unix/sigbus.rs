@@ -157,9 +157,23 @@ impl Registration {
         Err(Unstable::Busy)
     }
 
-    /// Puts back a page this thread patched inside `[from, from + len)`, if there is one.
+    /// Puts back every page this thread patched inside `[from, from + len)`; false if there was
+    /// none. Every one, not the first: one copy can fault twice on the same page (another
+    /// thread's heal maps the file's page back between this thread's patch and the restart of
+    /// its load, which then faults again), and an entry left behind would stay outstanding for
+    /// good once this thread is gone (a slot's workers are new threads), so every later read
+    /// of the map would end `Busy`.
     #[cold]
     fn heal_own(&self, from: usize, len: usize, fd: libc::c_int) -> bool {
+        let mut healed = false;
+        while self.heal_one(from, len, fd) {
+            healed = true;
+        }
+        healed
+    }
+
+    /// Puts back one page this thread patched inside `[from, from + len)`, if there is one.
+    fn heal_one(&self, from: usize, len: usize, fd: libc::c_int) -> bool {
         let slot = self.slot;
         let page_bytes = PAGE_BYTES.load(Ordering::Relaxed);
         let me = thread_id();
@@ -167,6 +181,7 @@ impl Registration {
         let Some(entry) = (0..PATCHED_PAGES).find(|&i| {
             let page = slot.patched[i].load(Ordering::SeqCst);
             page != 0
+                && page != usize::MAX
                 && page < from + len
                 && from < page + page_bytes
                 && slot.patched_by[i].load(Ordering::SeqCst) == me
@@ -401,4 +416,63 @@ fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
 fn reset_to_default(sig: libc::c_int) {
     // SAFETY: signal() with SIG_DFL is async-signal-safe and has no memory preconditions.
     unsafe { libc::signal(sig, libc::SIG_DFL) };
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    /// One copy that faulted twice on the same page (another thread's heal came between) leaves
+    /// two entries of this thread: the read must put both back, or the map stays `Busy` for
+    /// every later reader (seen as a shard whose `mmap` reads never recovered).
+    #[test]
+    fn a_page_patched_twice_by_one_thread_is_put_back_once_for_all() {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let mut file = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..2 * page).map(|i| (i % 251) as u8 + 1).collect();
+        file.write_all(&bytes).unwrap();
+        // SAFETY: a fresh read-only shared map of the whole file, unmapped at the end.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                2 * page,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        let start = map as usize;
+        let reg = register(map as *const u8, 2 * page).unwrap();
+        // What the handler does for two faults of this thread on page 0.
+        assert!(contain(start + 8));
+        assert!(contain(start + 8));
+        assert_eq!(reg.slot.patched_count.load(Ordering::SeqCst), 2);
+        let mut out = [0u8; 32];
+        let copy = |dst: &mut [u8; 32]| {
+            // SAFETY: inside the map.
+            unsafe { std::ptr::copy_nonoverlapping(start as *const u8, dst.as_mut_ptr(), 32) }
+        };
+        let first = reg.read_stable(start, 32, file.as_raw_fd(), || copy(&mut out));
+        assert!(matches!(first, Err(Unstable::Faulted)));
+        assert_eq!(
+            reg.slot.patched_count.load(Ordering::SeqCst),
+            0,
+            "both patches put back"
+        );
+        let again = reg.read_stable(start, 32, file.as_raw_fd(), || copy(&mut out));
+        assert!(again.is_ok(), "the map reads again");
+        assert_eq!(
+            &out[..],
+            &bytes[..32],
+            "the file's bytes, not the zero page"
+        );
+        drop(reg);
+        // SAFETY: the map made above, no longer registered.
+        unsafe { libc::munmap(map, 2 * page) };
+    }
 }

@@ -21,8 +21,11 @@ use std::time::{Duration, Instant};
 const CI_SECS: u64 = 30;
 /// Resident memory at the end may exceed the first half's peak by this much (allocator noise): a
 /// leak grows past any earlier peak, a warm-up (allocator arenas of the service's threads,
-/// cached thread stacks, metric series) does not.
-const RSS_GROWTH_BOUND_KIB: u64 = 6 * 1024;
+/// cached thread stacks, metric series) does not. 16 MiB: on a loaded 2-core CI machine the
+/// service's RSS swings between 26 and 54 MiB within one 30 s run (every slot's workers are new
+/// threads, each may touch another glibc arena); a leak of 400 bytes per request (~40,000 in
+/// 30 s) still passes the bound. The 600 s run in docs/RELIABILITY.md is the finer check.
+const RSS_GROWTH_BOUND_KIB: u64 = 16 * 1024;
 /// Open descriptors may differ by this much (a connection being accepted at the sample).
 const FD_GROWTH_BOUND: i64 = 4;
 const RANDAO: &str = "0x2222222222222222222222222222222222222222222222222222222222222222";
@@ -254,9 +257,18 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
             }
         });
     });
-    // Let the last connections close before the final sample.
+    // Let the last connections close before the final sample. The end's RSS is the least of
+    // five samples over 2 s: a leak keeps every one of them high, while a transient (the last
+    // slot's answer being freed, an allocator arena not yet trimmed on a loaded machine: one CI
+    // run read 50 MiB 0.5 s after the clients stopped, 38 MiB being the run's highest sample)
+    // is gone from some.
     std::thread::sleep(Duration::from_millis(500));
-    let (rss_end, fds_end) = (rss_kib(pid), fds(pid));
+    let mut rss_end = rss_kib(pid);
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(400));
+        rss_end = rss_end.min(rss_kib(pid));
+    }
+    let fds_end = fds(pid);
     let samples = samples.into_inner().unwrap();
     let (_, rss_warm, fds_warm) = *samples
         .iter()

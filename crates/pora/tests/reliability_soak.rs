@@ -3,9 +3,9 @@
 //! time), two asking `pora_hash` of random nonces, and one mixing `pora_status`, `GET /metrics`,
 //! `pora_cancel` and malformed bodies (bad JSON, unknown methods, bad params, a body over the
 //! limit). Checked: no error answer except to the malformed requests (each of which gets one),
-//! resident memory and open descriptors of the service flat: sampled every second, the end
-//! within [`RSS_GROWTH_BOUND_KIB`] of the first half's peak and within [`FD_GROWTH_BOUND`] of
-//! the descriptors a third into the run; the p99 latency of `pora_hash` is printed. CI runs
+//! resident memory and open descriptors of the service flat: sampled every second, the last
+//! third's lowest RSS within [`RSS_GROWTH_BOUND_KIB`] of the first half's peak, and the end's
+//! descriptors within [`FD_GROWTH_BOUND`] of those a third into the run; the p99 latency of `pora_hash` is printed. CI runs
 //! 30 s; `PORA_SOAK_SECS=600` is the run recorded in docs/RELIABILITY.md.
 #![cfg(target_os = "linux")]
 
@@ -19,13 +19,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const CI_SECS: u64 = 30;
-/// Resident memory at the end may exceed the first half's peak by this much (allocator noise): a
-/// leak grows past any earlier peak, a warm-up (allocator arenas of the service's threads,
-/// cached thread stacks, metric series) does not. 16 MiB: on a loaded 2-core CI machine the
-/// service's RSS swings between 26 and 54 MiB within one 30 s run (every slot's workers are new
-/// threads, each may touch another glibc arena); a leak of 400 bytes per request (~40,000 in
-/// 30 s) still passes the bound. The 600 s run in docs/RELIABILITY.md is the finer check.
-const RSS_GROWTH_BOUND_KIB: u64 = 16 * 1024;
+/// The last third's lowest RSS sample may exceed the first half's peak by this much. The floor,
+/// not the end: the service's RSS is a sawtooth (a slot's `find: all` answers and 2 MiB bodies
+/// are allocated and trimmed again: 29 -> 43 -> 29 MiB within 2 s here) and it idles at
+/// whatever height the last request left (48 MiB once, with the run's floor at 29 MiB); a leak
+/// raises the floor past any earlier peak, a warm-up (allocator arenas of the service's
+/// threads, cached thread stacks, metric series) does not.
+const RSS_GROWTH_BOUND_KIB: u64 = 8 * 1024;
 /// Open descriptors may differ by this much (a connection being accepted at the sample).
 const FD_GROWTH_BOUND: i64 = 4;
 const RANDAO: &str = "0x2222222222222222222222222222222222222222222222222222222222222222";
@@ -257,18 +257,9 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
             }
         });
     });
-    // Let the last connections close before the final sample. The end's RSS is the least of
-    // five samples over 2 s: a leak keeps every one of them high, while a transient (the last
-    // slot's answer being freed, an allocator arena not yet trimmed on a loaded machine: one CI
-    // run read 50 MiB 0.5 s after the clients stopped, 38 MiB being the run's highest sample)
-    // is gone from some.
+    // Let the last connections close before the final sample.
     std::thread::sleep(Duration::from_millis(500));
-    let mut rss_end = rss_kib(pid);
-    for _ in 0..4 {
-        std::thread::sleep(Duration::from_millis(400));
-        rss_end = rss_end.min(rss_kib(pid));
-    }
-    let fds_end = fds(pid);
+    let (rss_end, fds_end) = (rss_kib(pid), fds(pid));
     let samples = samples.into_inner().unwrap();
     let (_, rss_warm, fds_warm) = *samples
         .iter()
@@ -318,9 +309,16 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
         series.join(" "),
         lines.join("\n  ")
     );
+    let rss_floor_late = samples
+        .iter()
+        .filter(|s| s.0 >= secs * 2 / 3)
+        .map(|s| s.1)
+        .min()
+        .expect("samples in the last third of the run");
+    skip_note!("soak: the last third's lowest RSS sample {rss_floor_late} KiB (the leak check)");
     assert!(
-        rss_end <= rss_first_half_peak + RSS_GROWTH_BOUND_KIB,
-        "resident memory grew to {rss_end} KiB, past the first half's peak of {rss_first_half_peak} KiB"
+        rss_floor_late <= rss_first_half_peak + RSS_GROWTH_BOUND_KIB,
+        "resident memory's floor in the last third rose to {rss_floor_late} KiB, past the first half's peak of {rss_first_half_peak} KiB"
     );
     assert!(
         (fds_end - fds_warm).abs() <= FD_GROWTH_BOUND,

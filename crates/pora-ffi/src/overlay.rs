@@ -16,8 +16,7 @@ use crate::guard::{self, Failure};
 use crate::params::{self, PoraDifficulty};
 use crate::registry::{self, lock};
 use crate::PoraStatus;
-use pora_mine::records::HashRecord;
-use pora_mine::{MineError, Overlay};
+use pora_mine::Overlay;
 use std::sync::Arc;
 
 /// Largest KV an overlay takes: es-node's KVs are 128 KiB; 2^30 bounds a caller's mistake.
@@ -143,19 +142,10 @@ pub unsafe extern "C" fn pora_hash_overlay(
             None => None,
         };
         let view = snapshot(overlay)?.unwrap_or_default();
-        let miner = set.session.miner();
-        let files_miner = miner
-            .shards()
-            .iter()
-            .find(|s| s.geometry.shard_idx == shard)
-            .map(|s| s.miner)
-            .ok_or(MineError::UnknownShard(shard))
-            .map_err(mine_failure)?;
-        let proof = miner
-            .hash_with(shard, &randao, nonce, &view)
-            .map_err(mine_failure)?;
-        let address = miner.config().miner.unwrap_or(files_miner);
-        json(&HashRecord::new(proof, shard, address, randao, required))
+        let record = set
+            .session
+            .hash_record_with(shard, &randao, nonce, required, &view);
+        json(&record.map_err(mine_failure)?)
     })
 }
 

@@ -418,6 +418,19 @@ impl Session {
         nonce: u64,
         required: Option<U256>,
     ) -> Result<HashRecord, MineError> {
+        self.hash_record_with(shard_idx, randao, nonce, required, &crate::Overlay::new())
+    }
+
+    /// [`Session::hash_record`] with the samples of `overlay`'s KVs taken from memory, as a slot
+    /// with that overlay reads them (the C ABI's `pora_hash_overlay`, Go's `Engine.Hash`).
+    pub fn hash_record_with(
+        &self,
+        shard_idx: u64,
+        randao: &H256,
+        nonce: u64,
+        required: Option<U256>,
+        overlay: &crate::Overlay,
+    ) -> Result<HashRecord, MineError> {
         let files_miner = self
             .miner
             .shards()
@@ -425,7 +438,7 @@ impl Session {
             .find(|s| s.geometry.shard_idx == shard_idx)
             .map(|s| s.miner)
             .ok_or(MineError::UnknownShard(shard_idx))?;
-        let proof = self.hash(shard_idx, randao, nonce)?;
+        let proof = self.miner.hash_with(shard_idx, randao, nonce, overlay)?;
         let miner = self.miner.config().miner.unwrap_or(files_miner);
         Ok(HashRecord::new(proof, shard_idx, miner, *randao, required))
     }

@@ -92,8 +92,37 @@ for k in "${simd[@]}"; do
 done
 ((${#simd[@]})) || echo "windows.sh: SKIP vector kernel tests: the CPU has no AVX2" >&2
 
+# A failing disk under Wine: pora-faultfs (FUSE, on the Linux host) serves a 1 MiB file whose
+# bytes [256 KiB, 320 KiB) fail with EIO; tests/windows_mapped_faults.rs maps it under Wine and
+# checks that a mapped read there fails alone (Wine raises Linux's SIGBUS as an exception, which
+# pora's vectored handler contains) and reads again once the schedule drops the rule.
+step "pora-faultfs mount for the Windows mmap fault test"
+cargo build --release -p pora-faultfs || fail "release build of pora-faultfs failed"
+FAULT_DIR="$(mktemp -d)"
+head -c 1048576 /dev/urandom >"$FAULT_DIR/source.bin"
+mkdir "$FAULT_DIR/mnt"
+printf 'eio 262144 327680\n' >"$FAULT_DIR/rules"
+"$TARGET_DIR/release/pora-faultfs" "$FAULT_DIR/source.bin" "$FAULT_DIR/mnt" "$FAULT_DIR/rules" \
+    >"$FAULT_DIR/mount.out" 2>"$FAULT_DIR/mount.err" &
+FAULTFS_PID=$!
+for _ in $(seq 50); do [ -s "$FAULT_DIR/mount.out" ] || ! kill -0 "$FAULTFS_PID" 2>/dev/null && break; sleep 0.1; done
+if [ -s "$FAULT_DIR/mount.out" ]; then
+    PORA_WINE_FAULT_FILE="$(winepath -w "$FAULT_DIR/mnt/source.bin")" || fail "winepath failed"
+    PORA_WINE_FAULT_CONTROL="$(winepath -w "$FAULT_DIR/rules")" || fail "winepath failed"
+    export PORA_WINE_FAULT_FILE PORA_WINE_FAULT_CONTROL PORA_WINE_FAULT_RANGE=262144-327680
+else
+    echo "windows.sh: SKIP Windows mmap fault test: pora-faultfs could not mount ($(cat "$FAULT_DIR/mount.err"))" >&2
+fi
 step "cargo test --target $WIN_TARGET -p pora-io (unit, conformance and Windows method tests, under Wine)"
-cargo test --target "$WIN_TARGET" -p pora-io || fail "pora-io tests failed under Wine"
+io_log="$TARGET_DIR/windows-pora-io-tests.log"
+cargo test --target "$WIN_TARGET" -p pora-io -- --nocapture 2>&1 | tee "$io_log" || fail "pora-io tests failed under Wine"
+if [ -n "${PORA_WINE_FAULT_FILE:-}" ]; then
+    grep -q "the mapped read failed as it should" "$io_log" \
+        || fail "the Windows mmap fault test did not run against the faultfs mount"
+fi
+kill -TERM "$FAULTFS_PID" 2>/dev/null || true
+wait "$FAULTFS_PID" 2>/dev/null || true
+rm -rf "$FAULT_DIR"
 
 step "cargo test --target $WIN_TARGET -p pora-mine --test switching (auto's switch between slots: every Windows method in turn, identical results, under Wine)"
 cargo clippy --no-deps --target "$WIN_TARGET" -p pora-mine --all-targets -- -D warnings \

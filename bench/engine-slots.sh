@@ -5,8 +5,9 @@
 # SLOTS (default 8) consecutive 12 s slots of 1,048,576 nonces with requiredDiff 0 (no nonce ends
 # a slot early): `porago task --tasks SLOTS` (one Engine, the randao's last byte differing per
 # slot) and `pora mine --random-randao --slots SLOTS`. PAIRS runs of each (default 2), the order
-# alternating per pair. Prints each run's per-slot mining power and method, then the per-slot
-# ratio engine/mine of every pair. FILE defaults to the 8 GiB shard of the other bench scripts.
+# alternating per pair. Prints each run's per-slot mining power and method, the per-slot
+# ratio engine/mine of every pair, and per slot the median and mean of those ratios. FILE
+# defaults to the 8 GiB shard of the other bench scripts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,6 +23,7 @@ if [ ! -x "$PORAGO" ]; then
 fi
 ensure_random_shard "$FILE" "$KV_ENTRIES_BITS"
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 echo "results in $out" >&2
 randao=0x$(printf '5a%.0s' $(seq 1 32))
 engine() { # pair
@@ -40,14 +42,18 @@ for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) -eq 1 ]; then engine "$i"; mine "$i"; else mine "$i"; engine "$i"; fi
 done
 python3 - "$out" "$PAIRS" <<'PY'
-import json, sys
+import json, statistics, sys
 out, pairs = sys.argv[1], int(sys.argv[2])
-worst = None
+ratios = []  # per pair: engine/mine per slot
 for i in range(1, pairs + 1):
     e = [o["miningPowerBps"] / 1e4 for o in map(json.loads, open(f"{out}/engine-{i}.jsonl"))]
     m = [o["miningPower"] for o in map(json.loads, open(f"{out}/mine-{i}.jsonl"))]
-    r = [a / b for a, b in zip(e, m)]
-    worst = min(r + ([worst] if worst is not None else []))
-    print(f"pair {i}: engine/mine per slot " + " ".join("%.2f" % x for x in r))
-print("lowest engine/mine ratio of any slot: %.2f" % worst)
+    ratios.append([a / b for a, b in zip(e, m)])
+    print(f"pair {i}: engine/mine per slot " + " ".join("%.2f" % x for x in ratios[-1]))
+# One pair's ratio carries the device's run-to-run spread (a cold slot moves 10-25% between
+# consecutive runs): the per-slot median and mean over the interleaved pairs are the comparison.
+for s in range(min(map(len, ratios))):
+    r = [p[s] for p in ratios]
+    print(f"slot {s + 1}: engine/mine median {statistics.median(r):.3f}, mean {statistics.mean(r):.3f}, "
+          f"range {min(r):.2f}-{max(r):.2f}, >= 0.95 in {sum(x >= 0.95 for x in r)} of {len(r)} pairs")
 PY

@@ -30,6 +30,7 @@
 //! [`host`]; [`probe`] assembles doctor's report from them.
 
 pub mod align;
+mod cache_reads;
 mod error;
 mod inline;
 mod leak;
@@ -52,6 +53,7 @@ pub mod probe;
 /// Process and thread CPU time, at the path callers have always used.
 pub use host::cpu_time;
 
+pub use cache_reads::{CacheReads, HIT_LATENCY};
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use leak::{leaked_backends, note_leaked_backend, TEARDOWN_WAIT};
 pub use method::{Capabilities, Method, Unavailable};
@@ -201,6 +203,13 @@ pub trait BackendFactory: Send + Sync {
     /// without `ASYNC_CANCEL`, the simulated disk in its synchronous mode.
     fn capabilities(&self) -> Capabilities {
         self.method().capabilities()
+    }
+    /// Reads this factory's backends have classified as served from the page cache or not,
+    /// cumulative since it opened (see `cache_reads.rs`), where the backend can tell from the
+    /// reads themselves: the Windows buffered methods and `mmap`. `None` elsewhere: Linux
+    /// measures hits from the device's read counter instead.
+    fn cache_reads(&self) -> Option<CacheReads> {
+        None
     }
 }
 

@@ -3,7 +3,8 @@
 //!   `seek_read` (synchronous; completes inline in `submit`);
 //! - `pread-shared`: one synchronous handle per file shared by every worker, es-node's way, kept
 //!   as the baseline arm (Windows serialises I/O on a non-overlapped handle);
-//! - `mmap`: one read-only mapping per file shared by every worker;
+//! - `mmap`: one read-only mapping per file shared by every worker, every copy out of it guarded
+//!   so that an in-page error fails the read instead of ending the process (`guarded_copy`);
 //! - `iocp` / `iocp-unbuffered`: overlapped handles per worker on the worker's own completion
 //!   port, many reads in flight, completions reaped in batches with the deadline as the timeout;
 //!   the unbuffered variant reads whole sectors into sector-aligned buffers.
@@ -12,11 +13,42 @@
 //! platform: the ranges, sector rules and buffers in `crate::align`, the slot state machine in
 //! `crate::overlapped_engine`.
 
+#[cfg(target_arch = "x86_64")]
+mod guarded_copy;
 mod iocp;
 pub mod probe;
 mod sync;
 
 pub use probe::{windows_volume_facts, BitLocker, VolumeFacts};
+
+/// Whether a disk error under a mapped page fails the read (true) or ends the process: `auto`
+/// takes `mmap` as a candidate only where it is contained (x86_64, `guarded_copy`).
+pub fn mapped_faults_contained() -> bool {
+    cfg!(target_arch = "x86_64")
+}
+
+/// In-page errors contained on mapped reads since the process started.
+pub fn mapped_faults() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    return guarded_copy::faults_contained();
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// Elsewhere than x86_64 a map's copies are plain: an in-page error ends the process there.
+#[cfg(not(target_arch = "x86_64"))]
+mod guarded_copy {
+    pub(crate) fn install() -> Result<(), String> {
+        Ok(())
+    }
+    /// # Safety
+    /// `src .. src + dst.len()` lies inside a live read-only view of a file.
+    pub(crate) unsafe fn copy(dst: &mut [u8], src: *const u8) -> Result<(), i32> {
+        // SAFETY: the caller vouches for the source range.
+        dst.copy_from_slice(unsafe { std::slice::from_raw_parts(src, dst.len()) });
+        Ok(())
+    }
+}
 
 use crate::{BackendFactory, IoConfig, IoError, Method};
 use std::path::PathBuf;

@@ -20,10 +20,10 @@ use crate::{MineConfig, MineError, Miner, OnIoError, Pool, PoolIo, SlotReport, S
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
 use pora_io::host::block_device::BlockDevice;
 use pora_io::host::memory::CacheRoom;
-use pora_io::{IoConfig, IoError, Method};
+use pora_io::{BackendFactory, CacheReads, IoConfig, IoError, Method};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Instant;
 
 /// Reads in flight per thread for methods that batch (asynchronous ones, and synchronous ones on
@@ -141,8 +141,9 @@ pub struct SteeringRecord {
     pub predicted_mining_power: f64,
     pub predicted_steady_mining_power: f64,
     /// The share of the slot's reads the page cache served, measured after the slot (the
-    /// device's completed reads against the samples read; else the residency before and
-    /// after); `null` before the slot ends or where nothing tells.
+    /// device's completed reads against the samples read; else the backends' own count of the
+    /// reads the cache served, Windows; else the residency before and after); `null` before the
+    /// slot ends or where nothing tells.
     pub hit_ratio: Option<f64>,
     /// Tried for one slot because the model could not tell the candidates apart.
     pub exploring: bool,
@@ -194,6 +195,9 @@ struct PoolSide {
     bytes: u64,
     io: IoConfig,
     device: Option<BlockDevice>,
+    /// The factory the pool mines with now: its backends' own count of cache hits, where they
+    /// keep one (Windows), is read around every slot.
+    factory: Arc<dyn BackendFactory>,
 }
 
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
@@ -321,7 +325,7 @@ impl Session {
             if side.steering.is_some() {
                 self.steer(index, side, request, room.as_ref())?;
             }
-            reads_before.push(device_reads(side));
+            reads_before.push((device_reads(side), side.factory.cache_reads()));
         }
         let mined = self.miner.mine_slot(request, stop);
         if let Ok(report) = &mined {
@@ -489,7 +493,9 @@ fn switch(
         }
     };
     let describe = io.factory.describe();
+    let factory = io.factory.clone();
     let old = miner.swap_io(index, io)?;
+    side.factory = factory;
     side.parked.push(old);
     Ok(describe)
 }
@@ -500,7 +506,7 @@ fn learn(
     side: &mut PoolSide,
     report: &SlotReport,
     request: &SlotRequest,
-    reads_before: Option<u64>,
+    (reads_before, cache_reads_before): (Option<u64>, Option<CacheReads>),
 ) {
     if side.steering.is_none() {
         return;
@@ -524,6 +530,10 @@ fn learn(
         _ => None,
     };
     let cached_end = cached_bytes(&side.paths).map(|c| c as f64 / side.bytes.max(1) as f64);
+    let cache_reads = match (cache_reads_before, side.factory.cache_reads()) {
+        (Some(a), Some(b)) => Some(b.since(a)),
+        _ => None,
+    };
     let outcome = SlotOutcome {
         samples_from_files,
         elapsed_sec: report.elapsed_sec,
@@ -532,6 +542,7 @@ fn learn(
             && mining_power < 0.98
             && report.elapsed_sec >= 0.5 * slot_sec,
         device_reads,
+        cache_hit_ratio: cache_reads.and_then(CacheReads::hit_ratio),
         cached_fraction_end: cached_end,
         cpus: available_cpus() as f64,
     };
@@ -567,9 +578,16 @@ fn total_file_bytes(paths: &[PathBuf]) -> u64 {
         .sum()
 }
 
+fn mapped_faults_contained() -> bool {
+    #[cfg(windows)]
+    return pora_io::windows::mapped_faults_contained();
+    #[cfg(not(windows))]
+    cfg!(unix)
+}
+
 /// The memory the page cache can grow into, where the OS tells.
 fn cache_room() -> Option<CacheRoom> {
-    pora_io::host::memory::cache_room(&pora_io::host::Roots::default()).ok()
+    pora_io::host::memory::cache_room_here().ok()
 }
 
 /// Per read path the first rate `rates` gives for one of its methods.
@@ -594,9 +612,13 @@ pub fn read_path(method: Method) -> ReadPath {
 fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
     let first_available =
         |methods: &[Method]| methods.iter().copied().find(|m| m.availability().is_ok());
-    // No map on Windows: an in-page error of a failing disk is not contained there and ends
-    // the process (docs/io-methods.md); Unix contains SIGBUS.
-    let maps: &[Method] = if cfg!(unix) { &[Method::Mmap] } else { &[] };
+    // A map only where a failing disk's fault under it fails the read instead of ending the
+    // process: Unix contains SIGBUS, Windows x86_64 the in-page error (docs/io-methods.md).
+    let maps: &[Method] = if mapped_faults_contained() {
+        &[Method::Mmap]
+    } else {
+        &[]
+    };
     let defaults = [
         first_available(&[Method::Uring, Method::Iocp, Method::Pread]),
         first_available(&[Method::UringDirect, Method::IocpUnbuffered, Method::Direct]),
@@ -730,11 +752,12 @@ fn open_device(
     };
     let pool = Pool {
         shards: shards.len(),
-        factory,
+        factory: factory.clone(),
         threads,
         depth,
     };
     let side = PoolSide {
+        factory,
         choice,
         steering: steering.map(|st| st.restart()),
         parked: Vec::new(),
@@ -934,5 +957,21 @@ pub fn outlook(paths: &[PathBuf], profiled: &[(Method, f64)]) -> FilesOutlook {
         cached_fraction,
         room,
         decision,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `auto` weighs a buffered path, a direct one and a map wherever a failing disk under the
+    /// map fails a read instead of ending the process: Unix (SIGBUS) and Windows x86_64 (the
+    /// in-page error).
+    #[test]
+    fn auto_weighs_a_map_where_its_faults_are_contained() {
+        let paths: Vec<ReadPath> = candidates(None).iter().map(|c| c.path).collect();
+        assert!(paths.contains(&ReadPath::Buffered), "{paths:?}");
+        let contained = cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"));
+        assert_eq!(paths.contains(&ReadPath::Mapped), contained, "{paths:?}");
     }
 }

@@ -147,6 +147,14 @@ fn auto_reports_what_a_pinned_method_reports_with_a_steering_record_per_slot() {
         assert!(steering.predicted_mining_power > 0.0);
         assert!(!steering.candidates.is_empty());
         assert!(choice.why.starts_with("auto"), "{}", choice.why);
+        // A path through the page cache measures what it hit, on every OS: Linux from the
+        // device's counter or the residency, Windows from the backends' own count.
+        if !choice.method.is_unbuffered() {
+            let hit = steering
+                .hit_ratio
+                .expect("a buffered or mapped slot measures its hits");
+            assert!((0.0..=1.0).contains(&hit), "{hit}");
+        }
         // A pinned method has no steering, and says why it is what it is.
         let pinned_choice = &pinned.choices()[0];
         assert!(pinned_choice.steering.is_none());

@@ -195,6 +195,38 @@ pub struct CacheRoom {
     pub room_bytes: u64,
 }
 
+/// [`CacheRoom`] of this machine now: [`cache_room`] over the real `/proc` and `/sys` on Unix;
+/// on Windows the physical memory `GlobalMemoryStatusEx` calls available (free, zeroed and
+/// standby pages: the standby list is the file cache, so it is what `MemAvailable` is on Linux).
+/// A Windows job object's memory limit (a process-isolated container) caps the job's committed
+/// memory, which the file cache is not (the standby list is the system's, and a mapped view of a
+/// data file commits nothing), so it does not bound the cache: the room is the machine's.
+pub fn cache_room_here() -> Result<CacheRoom, String> {
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::SystemInformation::{GlobalMemoryStatusEx, MEMORYSTATUSEX};
+        // SAFETY: MEMORYSTATUSEX is a plain C struct for which all-zero is valid.
+        let mut status: MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
+        status.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;
+        // SAFETY: `status` is a valid, writable MEMORYSTATUSEX with its length set.
+        if unsafe { GlobalMemoryStatusEx(&mut status) } == 0 {
+            return Err(format!(
+                "GlobalMemoryStatusEx: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(CacheRoom {
+            mem_available_bytes: status.ullAvailPhys,
+            mem_total_bytes: status.ullTotalPhys,
+            cgroup_limit_bytes: None,
+            cgroup_room_bytes: None,
+            room_bytes: status.ullAvailPhys,
+        })
+    }
+    #[cfg(not(windows))]
+    cache_room(&Roots::default())
+}
+
 /// [`CacheRoom`] now; an error when `/proc/meminfo` cannot be read (not Linux).
 pub fn cache_room(roots: &Roots) -> Result<CacheRoom, String> {
     let mem = meminfo(roots)?;
@@ -211,6 +243,17 @@ pub fn cache_room(roots: &Roots) -> Result<CacheRoom, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    #[cfg(any(target_os = "linux", windows))]
+    fn this_machine_tells_its_memory() {
+        // Linux: /proc/meminfo (and the cgroup); Windows: GlobalMemoryStatusEx. Either way a
+        // machine has some memory and cannot have more available than installed.
+        let room = super::cache_room_here().expect("this OS tells its memory");
+        assert!(room.mem_total_bytes > 0, "{room:?}");
+        assert!(room.mem_available_bytes <= room.mem_total_bytes, "{room:?}");
+        assert!(room.room_bytes <= room.mem_available_bytes, "{room:?}");
+    }
+
     use super::*;
     use std::fs;
 

@@ -23,6 +23,7 @@
 use super::probe::unbuffered_sector_size;
 use super::sync::open_read_only;
 use crate::align::{power_of_two_read_unit, AlignedSlab, BlockRange, SpanPlan};
+use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads};
 use crate::overlapped_engine::{OverlappedDriver, OverlappedEngine, PortEvent, Started};
 use crate::{
     Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull,
@@ -86,6 +87,8 @@ pub(crate) fn open(
         plan,
         sector,
         sector_source,
+        // Only the buffered arm can hit the cache: an unbuffered read always goes to the disk.
+        cache_reads: (!unbuffered).then(Arc::default),
     }))
 }
 
@@ -106,6 +109,8 @@ struct IocpFactory {
     /// `Some` for the unbuffered arm: the sector size every read is checked against.
     sector: Option<u32>,
     sector_source: &'static str,
+    /// The buffered arm's reads, classified by whether `ReadFile` finished inside the call.
+    cache_reads: Option<Arc<CacheReadCounter>>,
 }
 
 impl BackendFactory for IocpFactory {
@@ -129,13 +134,20 @@ impl BackendFactory for IocpFactory {
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let depth = depth.max(1);
-        let driver = IocpDriver::new(&self.paths, self.flags, self.plan, self.sector, depth)?;
+        let mut driver = IocpDriver::new(&self.paths, self.flags, self.plan, self.sector, depth)?;
+        driver.cache_reads = self
+            .cache_reads
+            .as_ref()
+            .map(|c| CacheReadTally::new(c.clone(), 1));
         let files = self.paths.len() as u32;
         let engine = OverlappedEngine::new(driver, self.plan, self.sector, files, depth);
         Ok(Box::new(IocpBackend {
             method: self.method,
             engine,
         }))
+    }
+    fn cache_reads(&self) -> Option<CacheReads> {
+        self.cache_reads.as_ref().map(|c| c.load())
     }
 }
 
@@ -189,6 +201,8 @@ struct IocpDriver {
     buffers: ManuallyDrop<AlignedSlab>,
     entries: Box<[OVERLAPPED_ENTRY]>,
     sector: Option<u32>,
+    /// The buffered arm's tally: a read that completes inside `ReadFile` came from the cache.
+    cache_reads: Option<CacheReadTally>,
     /// Set when pending reads could not be drained: the memory, handles and port above are then
     /// never freed or closed.
     leak: bool,
@@ -233,6 +247,7 @@ impl IocpDriver {
             buffers: ManuallyDrop::new(buffers),
             entries,
             sector,
+            cache_reads: None,
             leak: false,
         })
     }
@@ -338,6 +353,14 @@ impl OverlappedDriver for IocpDriver {
             (*ov).Anonymous.Anonymous.OffsetHigh = (span.start >> 32) as u32;
             ReadFile(handle, buf, span.len, std::ptr::null_mut(), ov)
         };
+        if let Some(tally) = self.cache_reads.as_mut() {
+            // TRUE: the cache manager served it inside the call; pending: it went to the disk.
+            // SAFETY: reads the calling thread's last-error value, set by ReadFile.
+            let pending = ok == 0 && unsafe { GetLastError() } == ERROR_IO_PENDING;
+            if ok != 0 || pending {
+                tally.record(ok != 0);
+            }
+        }
         if ok != 0 {
             if !self.skip_port_on_success[file as usize] {
                 return Started::Pending; // a packet will still arrive: complete it from the port

@@ -1,8 +1,13 @@
 //! The synchronous Windows methods: `pread` (handle per worker), `pread-shared` (one handle for
 //! all workers) and `mmap`. Reads run inside `submit` and complete through [`InlineQueue`], the
 //! same interface the overlapped methods use.
+//!
+//! Each counts the reads the page cache served by their latency (`crate::cache_reads`): Windows
+//! tells no file's residency, and `auto` needs the hit ratio to model the cache between slots.
 
+use super::guarded_copy;
 use crate::align::{describe_read_unit, power_of_two_read_unit, SpanPlan};
+use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads, MAPPED_SAMPLE_EVERY};
 use crate::inline::{InlineBackend, InlineReader};
 use crate::overlapped_engine::WIN32_ERROR_INVALID_HANDLE;
 use crate::{
@@ -133,6 +138,7 @@ pub(crate) fn open_pread(
         paths: paths.to_vec(),
         shared,
         plan,
+        cache_reads: Arc::default(),
     }))
 }
 
@@ -151,6 +157,7 @@ struct PreadFactory {
     /// `Some` for pread-shared: every worker reads through these handles.
     shared: Option<Arc<Vec<File>>>,
     plan: Option<SpanPlan>,
+    cache_reads: Arc<CacheReadCounter>,
 }
 
 impl BackendFactory for PreadFactory {
@@ -179,8 +186,13 @@ impl BackendFactory for PreadFactory {
             method: self.method,
             files,
             block: BlockBuf::new(self.plan),
+            // A system call costs microseconds: timing every read adds little.
+            tally: CacheReadTally::new(self.cache_reads.clone(), 1),
         };
         Ok(Box::new(InlineBackend::new(reader, depth)))
+    }
+    fn cache_reads(&self) -> Option<CacheReads> {
+        Some(self.cache_reads.load())
     }
 }
 
@@ -188,6 +200,7 @@ struct PreadReader {
     method: Method,
     files: Arc<Vec<File>>,
     block: Option<BlockBuf>,
+    tally: CacheReadTally,
 }
 
 impl InlineReader for PreadReader {
@@ -199,10 +212,11 @@ impl InlineReader for PreadReader {
             .files
             .get(r.file as usize)
             .ok_or_else(|| no_such_file(r))?;
-        match &mut self.block {
+        let block = &mut self.block;
+        self.tally.timed(|| match block {
             None => crate::positional::read_sample(file, r.file, r.offset),
             Some(block) => seek_read_block(file, r, block),
-        }
+        })
     }
 }
 
@@ -211,12 +225,18 @@ impl InlineReader for PreadReader {
 /// Windows refuses to truncate or shrink a file while a view of it is mapped
 /// (`ERROR_USER_MAPPED_FILE`), so the Unix hazard of a fault on a truncated map cannot happen
 /// here; instead another process's attempt to shrink the file fails while pora mines. A disk
-/// error under a mapped page raises `EXCEPTION_IN_PAGE_ERROR`, which ends the process.
+/// error under a mapped page raises `EXCEPTION_IN_PAGE_ERROR`: every copy out of a map goes
+/// through [`guarded_copy`], so such a read fails with the page-in's error, like a `pread`,
+/// instead of ending the process.
 pub(crate) fn open_mmap(
     paths: &[PathBuf],
     config: &IoConfig,
 ) -> Result<Arc<dyn BackendFactory>, IoError> {
     let plan = block_plan(config)?;
+    guarded_copy::install().map_err(|reason| IoError::Unavailable {
+        method: Method::Mmap.name(),
+        reason,
+    })?;
     let mut maps = Vec::with_capacity(paths.len());
     for path in paths {
         let file = open_read_only(path, FILE_FLAG_RANDOM_ACCESS)?;
@@ -232,12 +252,14 @@ pub(crate) fn open_mmap(
     Ok(Arc::new(MmapFactory {
         maps: Arc::new(maps),
         plan,
+        cache_reads: Arc::default(),
     }))
 }
 
 struct MmapFactory {
     maps: Arc<Vec<Mmap>>,
     plan: Option<SpanPlan>,
+    cache_reads: Arc<CacheReadCounter>,
 }
 
 impl BackendFactory for MmapFactory {
@@ -246,20 +268,48 @@ impl BackendFactory for MmapFactory {
     }
     fn describe(&self) -> String {
         let copies = describe_read_unit(self.plan.map(|plan| plan.unit()), "copies");
-        format!("mmap: one read-only mapping per file shared by all workers, {copies}")
+        format!(
+            "mmap: one read-only mapping per file shared by all workers, {copies}, \
+             in-page errors contained"
+        )
     }
     fn worker(&self, depth: usize) -> Result<Box<dyn Backend>, IoError> {
         let reader = MmapReader {
             maps: self.maps.clone(),
             block: BlockBuf::new(self.plan),
+            tally: CacheReadTally::new(self.cache_reads.clone(), MAPPED_SAMPLE_EVERY),
         };
         Ok(Box::new(InlineBackend::new(reader, depth)))
+    }
+    fn cache_reads(&self) -> Option<CacheReads> {
+        Some(self.cache_reads.load())
     }
 }
 
 struct MmapReader {
     maps: Arc<Vec<Mmap>>,
     block: Option<BlockBuf>,
+    tally: CacheReadTally,
+}
+
+/// Copies `map[start..start + dst.len()]` into `dst`; a failed page-in is the read's OS error.
+fn copy_from_map(
+    map: &[u8],
+    start: usize,
+    dst: &mut [u8],
+    r: &SampleRead,
+) -> Result<(), ReadError> {
+    if start
+        .checked_add(dst.len())
+        .is_none_or(|end| end > map.len())
+    {
+        let file_len = map.len() as u64;
+        return Err(read_error(r, ReadErrorKind::OutOfBounds { file_len }));
+    }
+    // SAFETY: the range lies inside the map (checked above), a live read-only view the reader
+    // holds an Arc to; `open_mmap` installed the handler before any map existed.
+    unsafe { guarded_copy::copy(dst, map.as_ptr().add(start)) }
+        .map_err(|code| read_error(r, ReadErrorKind::Os(code)))
 }
 
 /// Copies the aligned block(s) around the sample out of `map` (cut at the end of the file, like
@@ -276,26 +326,28 @@ fn mapped_block(map: &[u8], r: &SampleRead, block: &mut BlockBuf) -> Result<Samp
     let span = block.plan.span(r.offset).ok_or_else(past_end)?;
     let start = usize::try_from(span.start).map_err(|_| past_end())?;
     let end = map.len().min(start.saturating_add(span.len as usize));
-    let bytes = map.get(start..end).ok_or_else(past_end)?;
-    block.buf[..bytes.len()].copy_from_slice(bytes);
-    sample_in(&block.buf[..bytes.len()], span.sample_pos, r).map_err(|_| past_end())
+    let len = end.checked_sub(start).ok_or_else(past_end)?;
+    copy_from_map(map, start, &mut block.buf[..len], r)?;
+    sample_in(&block.buf[..len], span.sample_pos, r).map_err(|_| past_end())
 }
 
-/// Copies the sample at `offset` out of `map`, or reports that it lies past the end.
-fn mapped_sample(map: &[u8], file: u32, offset: u64) -> Result<Sample, ReadError> {
-    let out_of_bounds = || ReadError {
-        file,
-        offset,
-        kind: ReadErrorKind::OutOfBounds {
-            file_len: map.len() as u64,
-        },
+/// Copies the sample at `r.offset` out of `map`, or reports that it lies past the end.
+fn mapped_sample(map: &[u8], r: &SampleRead) -> Result<Sample, ReadError> {
+    let out_of_bounds = || {
+        read_error(
+            r,
+            ReadErrorKind::OutOfBounds {
+                file_len: map.len() as u64,
+            },
+        )
     };
-    let start = usize::try_from(offset).map_err(|_| out_of_bounds())?;
-    let bytes = map
-        .get(start..start.checked_add(SAMPLE_LEN).ok_or_else(out_of_bounds)?)
-        .ok_or_else(out_of_bounds)?;
+    let start = usize::try_from(r.offset).map_err(|_| out_of_bounds())?;
+    let end = start.checked_add(SAMPLE_LEN).ok_or_else(out_of_bounds)?;
+    if end > map.len() {
+        return Err(out_of_bounds());
+    }
     let mut sample = [0u8; SAMPLE_LEN];
-    sample.copy_from_slice(bytes);
+    copy_from_map(map, start, &mut sample, r)?;
     Ok(sample)
 }
 
@@ -308,9 +360,10 @@ impl InlineReader for MmapReader {
             .maps
             .get(r.file as usize)
             .ok_or_else(|| no_such_file(r))?;
-        match &mut self.block {
-            None => mapped_sample(map, r.file, r.offset),
+        let block = &mut self.block;
+        self.tally.timed(|| match block {
+            None => mapped_sample(map, r),
             Some(block) => mapped_block(map, r, block),
-        }
+        })
     }
 }

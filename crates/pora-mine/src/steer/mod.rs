@@ -117,6 +117,9 @@ pub struct SlotOutcome {
     pub read_limited: bool,
     /// Reads the pool's device completed during the slot, where the OS counts them.
     pub device_reads: Option<u64>,
+    /// The share of the slot's reads its backends saw served by the page cache, where they can
+    /// tell (Windows: `pora_io::CacheReads`).
+    pub cache_hit_ratio: Option<f64>,
     /// The cached fraction at the end of the slot, where the OS tells.
     pub cached_fraction_end: Option<f64>,
     pub cpus: f64,
@@ -374,11 +377,16 @@ impl Steering {
         let candidate = self.current();
         let samples = outcome.samples_from_files as f64;
         let end = outcome.cached_fraction_end;
+        // Best first: the device's own count of reads against the samples read (Linux), then
+        // the backends' count of reads the cache served (Windows), then the residency.
         let hit_ratio = match candidate.path {
             ReadPath::Direct => Some(0.0),
-            _ => match (outcome.device_reads, end) {
-                (Some(reads), _) if samples > 0.0 => Some(1.0 - (reads as f64 / samples).min(1.0)),
-                (_, Some(end)) => Some((self.cached_fraction_start + end) / 2.0),
+            _ => match (outcome.device_reads, outcome.cache_hit_ratio, end) {
+                (Some(reads), _, _) if samples > 0.0 => {
+                    Some(1.0 - (reads as f64 / samples).min(1.0))
+                }
+                (_, Some(ratio), _) => Some(ratio.clamp(0.0, 1.0)),
+                (_, _, Some(end)) => Some((self.cached_fraction_start + end) / 2.0),
                 _ => None,
             },
         };
@@ -407,9 +415,11 @@ impl Steering {
             let rates = &mut self.paths[i].rates;
             rates.cpu_sec_per_sample = 0.5 * (rates.cpu_sec_per_sample + cpu);
         }
-        self.believed_cached_fraction = end.unwrap_or(match candidate.path {
-            ReadPath::Direct => self.believed_cached_fraction,
-            _ => hit_ratio.unwrap_or(self.believed_cached_fraction),
+        self.believed_cached_fraction = end.unwrap_or(match (candidate.path, hit_ratio) {
+            (ReadPath::Direct, _) | (_, None) => self.believed_cached_fraction,
+            // The slot's hit ratio is the mean of a cached share that grew from where it began:
+            // it ends about as far above the mean as it began below it (never below the mean).
+            (_, Some(h)) => (2.0 * h - self.cached_fraction_start).clamp(h, 1.0),
         });
         hit_ratio
     }
@@ -503,6 +513,7 @@ mod tests {
             mining_power: samples as f64 / (2u64 << 20) as f64,
             read_limited: true,
             device_reads: Some(device_reads),
+            cache_hit_ratio: None,
             cached_fraction_end: Some(end),
             cpus: 2.0,
         }
@@ -581,5 +592,33 @@ mod tests {
         no_counter.device_reads = None;
         let h = s.learn(&no_counter).unwrap();
         assert!((h - 0.6).abs() < 1e-9, "{h}");
+    }
+
+    /// Windows: no residency, no device counter; the backends' own hit count carries the model.
+    #[test]
+    fn without_residency_the_backends_hit_ratio_moves_the_belief() {
+        let mut s = Steering::new(candidates(), &[(ReadPath::Direct, 90_000.0)]);
+        let blind = |cacheable| Observation {
+            cached_fraction: None,
+            ..observe(0.0, cacheable)
+        };
+        let d = s.decide(&blind(3.0));
+        assert_eq!(d.candidate.method, Method::Uring);
+        let slot = |hit: f64| SlotOutcome {
+            device_reads: None,
+            cache_hit_ratio: Some(hit),
+            cached_fraction_end: None,
+            ..limited(1_500_000, 0, 0.0)
+        };
+        // The first slot hit 40% on average: the cache ended near 80%.
+        assert_eq!(s.learn(&slot(0.4)), Some(0.4));
+        let d = s.decide(&blind(3.0));
+        assert!((d.cached_fraction - 0.8).abs() < 1e-9, "{}", d.why);
+        assert!(d.why.contains("believed cached"), "{}", d.why);
+        // Every read a hit: believed whole, and with room to spare the map becomes the choice.
+        s.learn(&slot(1.0));
+        let d = s.decide(&blind(3.0));
+        assert_eq!(d.cached_fraction, 1.0);
+        assert_eq!(d.candidate.method, Method::Mmap, "{}", d.why);
     }
 }

@@ -636,9 +636,10 @@ pub fn steady_state_finding(files: &[PathBuf]) -> Finding {
         .collect();
     let ratio = o.file_bytes as f64 / room.room_bytes.max(1) as f64;
     let msg = format!(
-        "shard {} against {} the page cache can grow into ({limit}MemAvailable {}): {} cached now; `auto` starts with {} and re-decides before every slot; forecast ({} device reads/s): {}",
+        "shard {} against {} the page cache can grow into ({limit}{} {}): {} cached now; `auto` starts with {} and re-decides before every slot; forecast ({} device reads/s): {}",
         bytes(o.file_bytes),
         bytes(room.room_bytes),
+        if cfg!(windows) { "available memory" } else { "MemAvailable" },
         bytes(room.mem_available_bytes),
         cached,
         o.decision.candidate.method,

@@ -14,8 +14,7 @@ pub mod record;
 pub mod search;
 
 use pora_core::{keccak::keccak256, ShardSet, H256};
-use pora_io::host::memory::meminfo;
-use pora_io::host::{page_cache, Roots};
+use pora_io::host::page_cache;
 use pora_io::{BackendFactory, IoConfig, IoError, Method, SimConfig};
 use pora_mine::profile::{self, Measured, Profile, PROFILE_FORMAT};
 use pora_mine::{MineConfig, Miner, OnIoError, SlotRequest};
@@ -351,12 +350,15 @@ fn fits_in_ram_note(paths: &[PathBuf]) -> Option<String> {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    let mem = meminfo(&Roots::default()).ok()?;
-    (total < mem.available_bytes).then(|| {
+    // MemAvailable on Linux, GlobalMemoryStatusEx's available memory on Windows.
+    let available = pora_io::host::memory::cache_room_here()
+        .ok()?
+        .mem_available_bytes;
+    (total < available).then(|| {
         format!(
-            "the files ({} MiB) fit in the {} MiB of available RAM: each trial starts cold, but buffered methods (pread, mmap, uring) warm the cache as they run, so their figures are optimistic for a production shard larger than RAM",
+            "the files ({} MiB) fit in the {} MiB of available RAM: each trial starts cold, but buffered methods (pread, mmap, uring, iocp) warm the cache as they run, so their figures are optimistic for a production shard larger than RAM",
             total >> 20,
-            mem.available_bytes >> 20
+            available >> 20
         )
     })
 }

@@ -133,7 +133,8 @@ pub struct SteeringRecord {
     /// Share of them the page cache can hold: the memory it can grow into, shared by every
     /// shard of the process, over their size; `null` where memory is not known.
     pub cacheable_fraction: Option<f64>,
-    /// `MemAvailable`, and the cgroup's limit and the room inside it, when known.
+    /// `MemAvailable` (Windows: `GlobalMemoryStatusEx`'s available physical memory), and the
+    /// cgroup's limit and the room inside it, when known.
     pub mem_available_bytes: Option<u64>,
     pub cgroup_limit_bytes: Option<u64>,
     pub cache_room_bytes: Option<u64>,

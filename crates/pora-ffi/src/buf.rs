@@ -50,6 +50,16 @@ fn live() -> MutexGuard<'static, BTreeMap<usize, usize>> {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The empty byte string, `{NULL, 0}`.
+impl Default for PoraBytes {
+    fn default() -> Self {
+        PoraBytes {
+            ptr: std::ptr::null(),
+            len: 0,
+        }
+    }
+}
+
 impl PoraBytes {
     /// The borrowed bytes; `what` names the argument in the error.
     ///

@@ -64,6 +64,7 @@ pub enum PoraProfileSource {
 
 /// How to open a shard set. All zero (and empty byte strings) = pora's defaults.
 #[repr(C)]
+#[derive(Default)]
 pub struct PoraOpenOptions {
     /// Access method name as `pora mine --method` takes it ("auto", "pread", "uring-direct",
     /// "mmap", "sim", ...); empty = "auto".

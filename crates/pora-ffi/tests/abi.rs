@@ -60,18 +60,8 @@ fn bytes(b: &[u8]) -> PoraBytes {
 
 fn empty_options() -> PoraOpenOptions {
     PoraOpenOptions {
-        method: bytes(b""),
-        threads: 0,
-        depth: 0,
-        random_checks: 0,
-        on_io_error: 0,
-        kv_entries_bits: 0,
         profile: 2,
-        profile_path: bytes(b""),
-        miner: bytes(b""),
-        sim_latency_us_min: 0,
-        sim_latency_us_max: 0,
-        sim_seed: 0,
+        ..Default::default()
     }
 }
 

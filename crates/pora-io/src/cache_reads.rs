@@ -9,9 +9,9 @@
 //!   returns `ERROR_IO_PENDING`. Every read is classified, exactly, at no cost.
 //! - `pread` and `mmap`: a synchronous read or a mapped copy is a hit when it took less than
 //!   [`HIT_LATENCY`]: a copy from the cache or a soft fault costs microseconds, a read from the
-//!   device tens of them or more. `pread` times every read (a system call dwarfs the clock);
-//!   `mmap` times one copy in [`MAPPED_SAMPLE_EVERY`] (a cached copy costs about as much as two
-//!   clock reads).
+//!   device tens of them or more. One read in [`TIMED_SAMPLE_EVERY`] is timed: a cached mapped
+//!   copy costs about as much as the two clock reads, and a slot's million reads sampled at that
+//!   rate still give the ratio to a fraction of a percent.
 //!
 //! Each worker tallies in plain integers and adds them to its factory's shared counters every
 //! [`FLUSH_EVERY`] classified reads and when it is dropped: one atomic add per batch, not per read.
@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 /// soft fault a little more. A device faster than this (Optane-class) would be counted as hits:
 /// the estimate then errs towards the page cache, which such a device hardly needs.
 pub const HIT_LATENCY: Duration = Duration::from_micros(20);
-/// One mapped copy in this many is timed.
+/// One synchronous read or mapped copy in this many is timed.
 #[cfg_attr(not(windows), allow(dead_code))]
-pub(crate) const MAPPED_SAMPLE_EVERY: u32 = 16;
+pub(crate) const TIMED_SAMPLE_EVERY: u32 = 16;
 /// Classified reads a worker tallies before adding them to the shared counters.
 const FLUSH_EVERY: u64 = 64;
 

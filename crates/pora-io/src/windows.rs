@@ -21,12 +21,6 @@ mod sync;
 
 pub use probe::{windows_volume_facts, BitLocker, VolumeFacts};
 
-/// Whether a disk error under a mapped page fails the read (true) or ends the process: `auto`
-/// takes `mmap` as a candidate only where it is contained (x86_64, `guarded_copy`).
-pub fn mapped_faults_contained() -> bool {
-    cfg!(target_arch = "x86_64")
-}
-
 /// In-page errors contained on mapped reads since the process started.
 pub fn mapped_faults() -> u64 {
     #[cfg(target_arch = "x86_64")]

@@ -430,6 +430,13 @@ impl Miner {
         &self.config
     }
 
+    /// The reads pool `pool`'s backends have classified as cache hits or not, cumulative, where
+    /// its factory counts them ([`pora_io::BackendFactory::cache_reads`]); `None` elsewhere or for
+    /// a pool the miner does not have. Blocks while a slot runs.
+    pub fn cache_reads(&self, pool: usize) -> Option<pora_io::CacheReads> {
+        self.lock_pools().get(pool)?.factory.cache_reads()
+    }
+
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per
     /// pool, joined by "; ".
     pub fn describe_io(&self) -> String {

@@ -20,10 +20,10 @@ use crate::{MineConfig, MineError, Miner, OnIoError, Pool, PoolIo, SlotReport, S
 use pora_core::{Address, NonceProof, ShardSet, H256, U256};
 use pora_io::host::block_device::BlockDevice;
 use pora_io::host::memory::CacheRoom;
-use pora_io::{BackendFactory, CacheReads, IoConfig, IoError, Method};
+use pora_io::{CacheReads, IoConfig, IoError, Method};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::sync::{Mutex, PoisonError, TryLockError};
 use std::time::Instant;
 
 /// Reads in flight per thread for methods that batch (asynchronous ones, and synchronous ones on
@@ -196,9 +196,6 @@ struct PoolSide {
     bytes: u64,
     io: IoConfig,
     device: Option<BlockDevice>,
-    /// The factory the pool mines with now: its backends' own count of cache hits, where they
-    /// keep one (Windows), is read around every slot.
-    factory: Arc<dyn BackendFactory>,
 }
 
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
@@ -326,12 +323,16 @@ impl Session {
             if side.steering.is_some() {
                 self.steer(index, side, request, room.as_ref())?;
             }
-            reads_before.push((device_reads(side), side.factory.cache_reads()));
+            reads_before.push((device_reads(side), self.miner.cache_reads(index)));
         }
         let mined = self.miner.mine_slot(request, stop);
         if let Ok(report) = &mined {
-            for (side, before) in pools.iter_mut().zip(reads_before) {
-                learn(side, report, request, before);
+            for (index, (side, before)) in pools.iter_mut().zip(reads_before).enumerate() {
+                let cache_reads = match (before.1, self.miner.cache_reads(index)) {
+                    (Some(a), Some(b)) => Some(b.since(a)),
+                    _ => None,
+                };
+                learn(side, report, request, before.0, cache_reads);
             }
         }
         *self
@@ -494,20 +495,20 @@ fn switch(
         }
     };
     let describe = io.factory.describe();
-    let factory = io.factory.clone();
     let old = miner.swap_io(index, io)?;
-    side.factory = factory;
     side.parked.push(old);
     Ok(describe)
 }
 
 /// After a slot: what the pool's slot achieved, for the model, and the measured hit ratio into
-/// the record.
+/// the record. `reads_before` is the device's read counter before the slot; `cache_reads` what
+/// the pool's backends classified during it (Windows).
 fn learn(
     side: &mut PoolSide,
     report: &SlotReport,
     request: &SlotRequest,
-    (reads_before, cache_reads_before): (Option<u64>, Option<CacheReads>),
+    reads_before: Option<u64>,
+    cache_reads: Option<CacheReads>,
 ) {
     if side.steering.is_none() {
         return;
@@ -531,10 +532,6 @@ fn learn(
         _ => None,
     };
     let cached_end = cached_bytes(&side.paths).map(|c| c as f64 / side.bytes.max(1) as f64);
-    let cache_reads = match (cache_reads_before, side.factory.cache_reads()) {
-        (Some(a), Some(b)) => Some(b.since(a)),
-        _ => None,
-    };
     let outcome = SlotOutcome {
         samples_from_files,
         elapsed_sec: report.elapsed_sec,
@@ -579,13 +576,6 @@ fn total_file_bytes(paths: &[PathBuf]) -> u64 {
         .sum()
 }
 
-fn mapped_faults_contained() -> bool {
-    #[cfg(windows)]
-    return pora_io::windows::mapped_faults_contained();
-    #[cfg(not(windows))]
-    cfg!(unix)
-}
-
 /// The memory the page cache can grow into, where the OS tells.
 fn cache_room() -> Option<CacheRoom> {
     pora_io::host::memory::cache_room_here().ok()
@@ -615,7 +605,7 @@ fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
         |methods: &[Method]| methods.iter().copied().find(|m| m.availability().is_ok());
     // A map only where a failing disk's fault under it fails the read instead of ending the
     // process: Unix contains SIGBUS, Windows x86_64 the in-page error (docs/io-methods.md).
-    let maps: &[Method] = if mapped_faults_contained() {
+    let maps: &[Method] = if pora_io::mapped_faults_contained() {
         &[Method::Mmap]
     } else {
         &[]
@@ -753,12 +743,11 @@ fn open_device(
     };
     let pool = Pool {
         shards: shards.len(),
-        factory: factory.clone(),
+        factory,
         threads,
         depth,
     };
     let side = PoolSide {
-        factory,
         choice,
         steering: steering.map(|st| st.restart()),
         parked: Vec::new(),

@@ -353,26 +353,26 @@ impl OverlappedDriver for IocpDriver {
             (*ov).Anonymous.Anonymous.OffsetHigh = (span.start >> 32) as u32;
             ReadFile(handle, buf, span.len, std::ptr::null_mut(), ov)
         };
+        // SAFETY: reads the calling thread's last-error value, set by ReadFile.
+        let error = (ok == 0).then(|| unsafe { GetLastError() });
         if let Some(tally) = self.cache_reads.as_mut() {
             // TRUE: the cache manager served it inside the call; pending: it went to the disk.
-            // SAFETY: reads the calling thread's last-error value, set by ReadFile.
-            let pending = ok == 0 && unsafe { GetLastError() } == ERROR_IO_PENDING;
-            if ok != 0 || pending {
-                tally.record(ok != 0);
+            match error {
+                None => tally.record(true),
+                Some(ERROR_IO_PENDING) => tally.record(false),
+                Some(_) => {} // failed: neither
             }
         }
-        if ok != 0 {
-            if !self.skip_port_on_success[file as usize] {
-                return Started::Pending; // a packet will still arrive: complete it from the port
+        match error {
+            // Completed, but a packet will still arrive: complete it from the port.
+            None if !self.skip_port_on_success[file as usize] => Started::Pending,
+            None => {
+                // SAFETY: the read completed synchronously; InternalHigh holds the bytes.
+                let bytes = unsafe { (*ov).InternalHigh } as u32;
+                Started::CompletedNow { bytes }
             }
-            // SAFETY: the read completed synchronously; InternalHigh holds the bytes transferred.
-            let bytes = unsafe { (*ov).InternalHigh } as u32;
-            return Started::CompletedNow { bytes };
-        }
-        // SAFETY: reads the calling thread's last-error value, set by ReadFile.
-        match unsafe { GetLastError() } {
-            ERROR_IO_PENDING => Started::Pending,
-            code => Started::Failed { code: code as i32 },
+            Some(ERROR_IO_PENDING) => Started::Pending,
+            Some(code) => Started::Failed { code: code as i32 },
         }
     }
 

@@ -7,7 +7,7 @@
 
 use super::guarded_copy;
 use crate::align::{describe_read_unit, power_of_two_read_unit, SpanPlan};
-use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads, MAPPED_SAMPLE_EVERY};
+use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads, TIMED_SAMPLE_EVERY};
 use crate::inline::{InlineBackend, InlineReader};
 use crate::overlapped_engine::WIN32_ERROR_INVALID_HANDLE;
 use crate::{
@@ -186,8 +186,7 @@ impl BackendFactory for PreadFactory {
             method: self.method,
             files,
             block: BlockBuf::new(self.plan),
-            // A system call costs microseconds: timing every read adds little.
-            tally: CacheReadTally::new(self.cache_reads.clone(), 1),
+            tally: CacheReadTally::new(self.cache_reads.clone(), TIMED_SAMPLE_EVERY),
         };
         Ok(Box::new(InlineBackend::new(reader, depth)))
     }
@@ -277,7 +276,7 @@ impl BackendFactory for MmapFactory {
         let reader = MmapReader {
             maps: self.maps.clone(),
             block: BlockBuf::new(self.plan),
-            tally: CacheReadTally::new(self.cache_reads.clone(), MAPPED_SAMPLE_EVERY),
+            tally: CacheReadTally::new(self.cache_reads.clone(), TIMED_SAMPLE_EVERY),
         };
         Ok(Box::new(InlineBackend::new(reader, depth)))
     }
@@ -333,19 +332,8 @@ fn mapped_block(map: &[u8], r: &SampleRead, block: &mut BlockBuf) -> Result<Samp
 
 /// Copies the sample at `r.offset` out of `map`, or reports that it lies past the end.
 fn mapped_sample(map: &[u8], r: &SampleRead) -> Result<Sample, ReadError> {
-    let out_of_bounds = || {
-        read_error(
-            r,
-            ReadErrorKind::OutOfBounds {
-                file_len: map.len() as u64,
-            },
-        )
-    };
-    let start = usize::try_from(r.offset).map_err(|_| out_of_bounds())?;
-    let end = start.checked_add(SAMPLE_LEN).ok_or_else(out_of_bounds)?;
-    if end > map.len() {
-        return Err(out_of_bounds());
-    }
+    // An offset beyond usize fails copy_from_map's bounds check like any other past the end.
+    let start = usize::try_from(r.offset).unwrap_or(usize::MAX);
     let mut sample = [0u8; SAMPLE_LEN];
     copy_from_map(map, start, &mut sample, r)?;
     Ok(sample)

@@ -11,12 +11,38 @@ export WINEPREFIX="$TARGET_DIR/wine-prefix"
 export WINEDEBUG=-all
 export WINEDLLOVERRIDES="mscoree,mshtml=" # no Mono/Gecko install prompts
 unset DISPLAY WAYLAND_DISPLAY
-if [ ! -f "$WINEPREFIX/system.reg" ]; then
-    step "creating Wine prefix $WINEPREFIX"
-    wineboot -i >"$TARGET_DIR/wineboot.log" 2>&1 || { cat "$TARGET_DIR/wineboot.log" >&2; fail "wineboot -i failed"; }
-    wineserver -w || true
+# A prefix is ready when a Windows program runs in it, not when wineboot says so: on a clean CI
+# machine `wineboot -i` once exited non-zero ("ShellExecuteEx failed: Internal error", after the
+# 32-bit syswow64 step that a wine64-only install always reports), and the same command on the next
+# machine succeeds. So each attempt starts from an empty prefix, waits for the wineserver, and
+# proves the prefix by running cmd.exe in it; three failed attempts fail the leg with every log.
+# The marker file records a proven prefix so that .ci/dist.sh and reruns reuse it.
+wine_prefix_runs() {
+    local out
+    out="$(timeout 300 wine cmd.exe /c echo pora-wine-ready 2>>"$1" | tr -d '\r')" || return 1
+    [ "$out" = "pora-wine-ready" ]
+}
+if [ ! -f "$WINEPREFIX/.pora-ready" ]; then
+    ready=""
+    for attempt in 1 2 3; do
+        step "creating Wine prefix $WINEPREFIX (attempt $attempt of 3)"
+        log="$TARGET_DIR/wineboot-$attempt.log"
+        wineserver -k >/dev/null 2>&1 || true
+        rm -rf "$WINEPREFIX"
+        boot_rc=0
+        timeout 600 wineboot -i >"$log" 2>&1 || boot_rc=$?
+        wineserver -w || true
+        if wine_prefix_runs "$log" && [ -d "$WINEPREFIX/drive_c/windows/system32" ]; then
+            [ "$boot_rc" = 0 ] || echo "wineboot -i exited $boot_rc, yet cmd.exe runs in the prefix: using it (log: $log)" >&2
+            ready=1
+            break
+        fi
+        echo "attempt $attempt: wineboot -i exited $boot_rc and cmd.exe did not run in the prefix; its log:" >&2
+        cat "$log" >&2
+    done
+    [ -n "$ready" ] || fail "no working Wine prefix at $WINEPREFIX after 3 attempts (logs above)"
+    touch "$WINEPREFIX/.pora-ready"
 fi
-[ -d "$WINEPREFIX/drive_c/windows/system32" ] || fail "Wine prefix has no system32: $WINEPREFIX"
 
 # --- bcryptprimitives.dll stand-in: Wine 8 lacks it, and Rust's std imports ProcessPrng from it
 #     (without it every Rust program exits with status 53 and prints nothing) ---

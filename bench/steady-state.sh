@@ -22,6 +22,7 @@ ensure_pora
 ensure_random_shard "$FILE" "$KV_ENTRIES_BITS"
 [ -w "$CG" ] || { echo "steady-state.sh: $CG is not writable (needs root and cgroup v1 memory)" >&2; exit 1; }
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 echo "results in $out" >&2
 
 make_cgroup() { # name limit_bytes

@@ -13,17 +13,27 @@ use model::{outlook, Outlook, PathRates, ReadPath, SlotShape};
 use pora_io::Method;
 use serde::Serialize;
 
-/// Slots ahead the choice is scored over: long enough that a path which fills the cache wins
-/// over one that is faster for a single cold slot, short enough to follow a change of memory.
-pub const HORIZON_SLOTS: usize = 6;
-/// Mining power the current path may trail the best by before a switch: switches on noise
-/// would cost more than they bring.
-pub const SWITCH_MARGIN: f64 = 0.02;
+/// Slots ahead the choice is scored over: an hour of 12 s slots. A miner runs for months, so
+/// what a path earns once the cache has filled outweighs a slot or two it loses while filling;
+/// six slots (the first design) let a slow device, whose cache takes a dozen slots to fill,
+/// keep a shard that fits in memory on direct reads for good (seen on a throttled disk). The
+/// memory is observed again before every slot, so a long horizon does not make `auto` slow to
+/// follow a change of memory: the next decision scores from the new facts.
+pub const HORIZON_SLOTS: usize = 300;
+/// Share of the best's score the path in place may trail by before a switch: switches on noise
+/// would cost more than they bring. Relative, so that it means the same on a slow device
+/// (every score near 0.1) as on a fast one.
+pub const SWITCH_MARGIN: f64 = 0.03;
 /// A path whose device rate is only assumed is tried for one slot when the model's forecast for
 /// it comes within this share of the best: then the model cannot tell them apart.
 pub const EXPLORE_WITHIN: f64 = 0.75;
 /// Slots between two explorations of the same path.
 pub const EXPLORE_EVERY_SLOTS: u64 = 64;
+/// Slots after which a path's measured rate is old news (an hour): a device drifts (throttled,
+/// shared, a neighbour's load), and two paths measured at different times compare the device's
+/// moods as much as the paths. A path measured longer ago than this, whatever its forecast, is
+/// explored for one slot where the best is short of full power: at most one slot an hour.
+pub const MEASURED_STALE_AFTER_SLOTS: u64 = 300;
 /// Cached fraction from which a memory map is a candidate: misses are synchronous faults, so a
 /// map is only worth it for a shard held in memory.
 pub const MAPPED_FROM_FRACTION: f64 = 0.98;
@@ -65,6 +75,8 @@ struct PathState {
     rates: PathRates,
     source: RateSource,
     explored_at_slot: Option<u64>,
+    /// The slot (counted from 1) whose outcome last measured the rate.
+    measured_at_slot: Option<u64>,
 }
 
 /// What the session sees before a slot.
@@ -131,6 +143,10 @@ pub struct Steering {
     candidates: Vec<Candidate>,
     paths: [PathState; 3],
     current: usize,
+    /// The model's own choice, which the margin protects: after an exploring slot it is the
+    /// path before it, so a path tried for one slot must win on its measured rate, not by
+    /// being in place.
+    incumbent: usize,
     slots: u64,
     switches: u64,
     explorations: u64,
@@ -166,6 +182,7 @@ impl Steering {
             rates: default_rates(path),
             source: RateSource::Assumed,
             explored_at_slot: None,
+            measured_at_slot: None,
         };
         let mut paths = [
             state(ReadPath::Buffered),
@@ -186,6 +203,7 @@ impl Steering {
             candidates,
             paths,
             current: 0,
+            incumbent: 0,
             slots: 0,
             switches: 0,
             explorations: 0,
@@ -228,19 +246,17 @@ impl Steering {
         if self.candidates.len() <= 1 {
             return;
         }
-        let current = self.current();
+        let (current, incumbent) = (self.current(), self.candidates[self.incumbent]);
         self.candidates.retain(|c| c.method != method);
-        self.current = self
-            .candidates
-            .iter()
-            .position(|c| *c == current)
-            .unwrap_or(0);
+        let at = |c: Candidate| self.candidates.iter().position(|x| *x == c).unwrap_or(0);
+        (self.current, self.incumbent) = (at(current), at(incumbent));
     }
 
     /// Leaves `candidate` as the only one: knobs the caller fixed, or a method the files forced.
     pub fn pin(&mut self, candidate: Candidate) {
         self.candidates = vec![candidate];
         self.current = 0;
+        self.incumbent = 0;
     }
 
     /// The steering as a session starts its first slot: the decision made at opening stays
@@ -251,6 +267,7 @@ impl Steering {
         self.explorations = 0;
         for p in self.paths.iter_mut() {
             p.explored_at_slot = None;
+            p.measured_at_slot = None;
         }
         self
     }
@@ -306,11 +323,11 @@ impl Steering {
             }
         }
         // Stay unless the best is clearly better (or is the map, as good and cheaper).
-        if let Some(current) = score_of(self.current) {
+        if let Some(incumbent) = score_of(self.incumbent) {
             let to_map = self.candidates[best].path == ReadPath::Mapped
-                && self.candidates[self.current].path != ReadPath::Mapped;
-            if !to_map && current >= score_of(best).unwrap_or(0.0) - SWITCH_MARGIN {
-                best = self.current;
+                && self.candidates[self.incumbent].path != ReadPath::Mapped;
+            if !to_map && incumbent >= score_of(best).unwrap_or(0.0) * (1.0 - SWITCH_MARGIN) {
+                best = self.incumbent;
             }
         }
         let best_outlook = scored.iter().find(|s| s.0 == best).map(|s| s.1);
@@ -320,10 +337,15 @@ impl Steering {
             let unexplored = scored.iter().find(|(i, o, _, source)| {
                 let c = &self.candidates[*i];
                 let state = &self.paths[path_index(c.path)];
+                let unknown = *source == RateSource::Assumed
+                    && o.horizon_mean >= EXPLORE_WITHIN * b.horizon_mean;
+                let stale = *source == RateSource::Measured
+                    && state
+                        .measured_at_slot
+                        .is_some_and(|at| self.slots - at >= MEASURED_STALE_AFTER_SLOTS);
                 *i != best
                     && c.path != ReadPath::Mapped
-                    && *source == RateSource::Assumed
-                    && o.horizon_mean >= EXPLORE_WITHIN * b.horizon_mean
+                    && (unknown || stale)
                     && state
                         .explored_at_slot
                         .is_none_or(|at| self.slots - at >= EXPLORE_EVERY_SLOTS)
@@ -342,6 +364,9 @@ impl Steering {
             self.switches += 1;
         }
         self.current = chosen;
+        if !exploring {
+            self.incumbent = chosen;
+        }
         self.slots += 1;
         self.cached_fraction_start = cached;
         let forecasts: Vec<CandidateForecast> = scored
@@ -393,12 +418,21 @@ impl Steering {
         let i = path_index(candidate.path);
         if outcome.read_limited && outcome.elapsed_sec > 0.0 && samples > 0.0 {
             let misses_per_sec = samples * (1.0 - hit_ratio.unwrap_or(0.0)) / outcome.elapsed_sec;
+            let slots = self.slots;
             let state = &mut self.paths[i];
+            // A recent measurement is averaged with this one (slots are noisy); a stale one is
+            // replaced (it measured the device as it was).
+            let recent = state
+                .measured_at_slot
+                .is_some_and(|at| slots - at < MEASURED_STALE_AFTER_SLOTS);
             state.rates.device_reads_per_sec = match state.source {
-                RateSource::Measured => 0.5 * (state.rates.device_reads_per_sec + misses_per_sec),
+                RateSource::Measured if recent => {
+                    0.5 * (state.rates.device_reads_per_sec + misses_per_sec)
+                }
                 _ => misses_per_sec,
             };
             state.source = RateSource::Measured;
+            state.measured_at_slot = Some(slots);
             // Until measured, the other paths of the device are assumed as fast as this one.
             for (j, other) in self.paths.iter_mut().enumerate() {
                 if j != i && other.source == RateSource::Assumed {
@@ -551,6 +585,82 @@ mod tests {
             s.learn(&limited(1_080_000, 1_080_000, 0.1));
         }
         assert_eq!(s.counts().2, 1, "explored once");
+    }
+
+    /// The bench of 2026-12-02 (BENCHMARKS §23): the first slot met a throttled disk (12k
+    /// reads/s). Scored over six slots, direct then looked as good as buffered and the shard,
+    /// which fits in memory, was read direct for good; over the long run the cache wins.
+    #[test]
+    fn a_slow_first_slot_does_not_keep_a_shard_that_fits_off_the_cache() {
+        let mut s = Steering::new(candidates(), &[]);
+        let d = s.decide(&observe(0.0, 1.0));
+        assert_eq!(d.candidate.method, Method::Uring);
+        s.learn(&limited(150_000, 144_000, 0.06));
+        let mut cached = 0.06;
+        for _ in 0..6 {
+            let d = s.decide(&observe(cached, 1.0));
+            assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+            assert!(!d.exploring, "{}", d.why);
+            assert!(d.predicted.steady > 0.999, "{}", d.why);
+            cached += 0.07;
+            s.learn(&limited(160_000, 144_000, cached));
+        }
+        assert_eq!(s.counts(), (7, 0, 0));
+    }
+
+    /// A path tried for one slot wins on its measured rate, not by being in place.
+    #[test]
+    fn after_exploring_the_path_before_it_keeps_its_place() {
+        let mut s = Steering::new(candidates(), &[]);
+        s.decide(&observe(0.0, 0.1));
+        // Buffered under reclaim: 40k misses/s.
+        s.learn(&limited(500_000, 480_000, 0.1));
+        let d = s.decide(&observe(0.1, 0.1));
+        assert!(
+            d.exploring && d.candidate.method == Method::UringDirect,
+            "{}",
+            d.why
+        );
+        // Direct measures 42k reads/s: buffered's 40k / 0.9 is ~6% more; back to buffered.
+        s.learn(&limited(504_000, 504_000, 0.1));
+        let d = s.decide(&observe(0.1, 0.1));
+        assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+        assert!(!d.exploring);
+        assert_eq!(s.counts(), (3, 2, 1));
+    }
+
+    /// Buffered measured while the disk was throttled, direct after it recovered: compared as
+    /// they stand, buffered would look slow for good. An hour on, it is measured again.
+    #[test]
+    fn a_rate_measured_long_ago_is_measured_again() {
+        let mut s = Steering::new(candidates(), &[]);
+        s.decide(&observe(0.0, 0.2));
+        // Buffered while the disk is throttled: 16k misses/s.
+        s.learn(&limited(200_000, 192_000, 0.2));
+        let d = s.decide(&observe(0.2, 0.2));
+        assert!(
+            d.exploring && d.candidate.method == Method::UringDirect,
+            "{}",
+            d.why
+        );
+        // The disk recovers: direct measures 90k reads/s, and runs.
+        for _ in 0..MEASURED_STALE_AFTER_SLOTS {
+            s.learn(&limited(1_080_000, 1_080_000, 0.2));
+            let d = s.decide(&observe(0.2, 0.2));
+            if d.exploring {
+                break;
+            }
+            assert_eq!(d.candidate.method, Method::UringDirect, "{}", d.why);
+        }
+        let (slots, _, explorations) = s.counts();
+        assert_eq!(explorations, 2, "buffered explored again");
+        assert_eq!(slots, MEASURED_STALE_AFTER_SLOTS + 2);
+        assert_eq!(s.current().method, Method::Uring);
+        // It now reads 80k misses/s at a 20% hit ratio: 100k samples/s beats direct's 90k.
+        s.learn(&limited(1_200_000, 960_000, 0.2));
+        let d = s.decide(&observe(0.2, 0.2));
+        assert_eq!(d.candidate.method, Method::Uring, "{}", d.why);
+        assert!(!d.exploring);
     }
 
     #[test]

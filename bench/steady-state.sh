@@ -6,8 +6,12 @@
 #   free   the machine's memory, 8 slots;
 #   2g     inside a memory cgroup limited to 2 GiB (a shard four times the memory), 10 slots;
 #   hog    inside a 10 GiB cgroup where another process takes and holds 6 GiB from slot 4
-#          (it starts allocating when the third slot's record is out), 10 slots.
-# The cgroups are made by this script (cgroup v1 memory controller, root). Prints each run's
+#          (it starts allocating when the third slot's record is out), 10 slots;
+#   slow   the machine's memory, but the shard's disk throttled to SLOW_IOPS (default 12000)
+#          reads/s for the miner (a blkio cgroup) until the third slot's record is out, 10 slots:
+#          a disk that is slow when the miner starts (throttled, shared) and recovers.
+# SCENARIOS defaults to "free 2g hog". The cgroups are made by this script (cgroup v1 memory
+# and blkio controllers, root). Prints each run's
 # per-slot mining power, method and decision time, then the checks of issue 28 as ratios.
 # FILE defaults to $DEFAULT_SHARD (8 GiB, created when missing).
 set -euo pipefail
@@ -18,6 +22,8 @@ ROUNDS=${ROUNDS:-1}
 SCENARIOS=${SCENARIOS:-free 2g hog}
 METHODS=${METHODS:-auto uring uring-direct}
 CG=/sys/fs/cgroup/memory
+BLKIO=/sys/fs/cgroup/blkio
+SLOW_IOPS=${SLOW_IOPS:-12000}
 ensure_pora
 ensure_random_shard "$FILE" "$KV_ENTRIES_BITS"
 [ -w "$CG" ] || { echo "steady-state.sh: $CG is not writable (needs root and cgroup v1 memory)" >&2; exit 1; }
@@ -31,6 +37,24 @@ make_cgroup() { # name limit_bytes
   echo 1 >"$dir/memory.force_empty" 2>/dev/null || true
   echo "$2" >"$dir/memory.limit_in_bytes"
   echo "$dir"
+}
+
+# The whole disk under FILE, as MAJ:MIN (blkio throttles disks, not partitions).
+disk_of() {
+  local src parent
+  src=$(findmnt -nvo SOURCE --target "$1")
+  parent=$(lsblk -ndo PKNAME "$src" 2>/dev/null || true)
+  lsblk -ndo MAJ:MIN "${parent:+/dev/$parent}${parent:-$src}" | tr -d ' '
+}
+
+lift_after_third_slot() { # blkio_dir records_file disk: lifts the throttle once three slot
+  # records are out
+  (
+    while [ ! -f "$2" ] || [ "$(wc -l <"$2")" -lt 3 ]; do sleep 0.05; done
+    echo "$3 0" >"$1/blkio.throttle.read_iops_device"
+    echo "slow: throttle lifted after slot 3" >>"$out/slow.log"
+  ) >/dev/null 2>&1 &
+  echo $!
 }
 
 hog() { # cgroup_dir records_file bytes: joins the cgroup, waits for the third slot's record,
@@ -51,19 +75,26 @@ PY
 }
 
 run() { # scenario method slots
-  local scenario=$1 method=$2 slots=$3 log="$out/$1-$2-r$round.jsonl" cg="" hog_pid=""
+  local scenario=$1 method=$2 slots=$3 log="$out/$1-$2-r$round.jsonl" cg="" hog_pid="" bcg=""
   evict "$FILE"
   case $scenario in
     2g) cg=$(make_cgroup pora-bench-2g $((2 << 30))) ;;
     hog) cg=$(make_cgroup pora-bench-10g $((10 << 30))); rm -f "$log"; hog_pid=$(hog "$cg" "$log" $((6 << 30))) ;;
+    slow)
+      [ -w "$BLKIO" ] || { echo "steady-state.sh: $BLKIO is not writable (the slow scenario needs cgroup v1 blkio)" >&2; exit 1; }
+      bcg=$BLKIO/pora-bench-slow; mkdir -p "$bcg"; rm -f "$log"
+      echo "$(disk_of "$FILE") $SLOW_IOPS" >"$bcg/blkio.throttle.read_iops_device"
+      hog_pid=$(lift_after_third_slot "$bcg" "$log" "$(disk_of "$FILE")") ;;
   esac
   # shellcheck disable=SC2086
   (
     [ -n "$cg" ] && echo $BASHPID >"$cg/cgroup.procs"
+    [ -n "$bcg" ] && echo $BASHPID >"$bcg/cgroup.procs"
     exec "$PORA" mine --file "$FILE" --method "$method" --random-randao --seed "$round" \
       --slots "$slots" --json $PORA_ARGS
   ) >"$log" 2>"$out/$1-$2-r$round.err"
   [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null && wait "$hog_pid" 2>/dev/null || true
+  [ -z "$bcg" ] || echo "$(disk_of "$FILE") 0" >"$bcg/blkio.throttle.read_iops_device"
   python3 - "$log" "$scenario" "$method" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -113,6 +144,11 @@ for scn in scenarios:
             ratios = [x / max(y, z) for x, y, z in zip(ra, ru, rd)]
             print("free  round %d: auto / best(uring, uring-direct) per slot: %s; min %.2f; auto from slot 3: %s" % (
                 i + 1, " ".join("%.2f" % r for r in ratios), min(ratios), " ".join("%.2f" % x for x in ra[2:])))
+        elif scn == "slow":
+            ratios = [x / max(y, z) for x, y, z in zip(ra, ru, rd)]
+            m = lambda r: statistics.mean(r[3:10])
+            print("slow  round %d: auto / best per slot: %s; mean of slots 4-10: auto %.3f uring %.3f uring-direct %.3f; auto / best %.2f" % (
+                i + 1, " ".join("%.2f" % r for r in ratios), m(ra), m(ru), m(rd), m(ra) / max(m(ru), m(rd))))
         elif scn == "2g":
             m = lambda r: statistics.mean(r[3:10])
             print("2g    round %d: mean of slots 4-10: auto %.3f uring %.3f uring-direct %.3f; auto / best %.2f" % (

@@ -69,8 +69,12 @@ type ShardSlot struct {
 	Interrupted       bool      `json:"interrupted"`
 	// LeakedBackends are the backends this process gave up on so far (reads stuck in a dead
 	// device's kernel queue): 0 on a healthy device.
-	LeakedBackends uint64       `json:"leakedBackends"`
-	Found          []NonceProof `json:"found"`
+	LeakedBackends uint64 `json:"leakedBackends"`
+	// StuckBackends are the backends out of use when the slot ended (held by reads the device
+	// has not answered); each device pool keeps at most its thread count out, and they come
+	// back by themselves when the device answers.
+	StuckBackends uint64       `json:"stuckBackends"`
+	Found         []NonceProof `json:"found"`
 	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
 	Raw json.RawMessage `json:"-"`
 }

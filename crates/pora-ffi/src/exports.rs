@@ -5,10 +5,9 @@
 use crate::buf::{PoraBuf, PoraBytes};
 use crate::guard::{self, Failure, Outcome};
 use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
-use crate::registry::{self, lock, Shards};
+use crate::registry::{self, Shards};
 use crate::{PoraStatus, PORA_ABI_VERSION};
 use pora_core::keccak::BatchKernel;
-use pora_mine::records::SlotRecord;
 use pora_mine::session::Session;
 use pora_mine::{ErrorKind, MineError};
 use serde::Serialize;
@@ -147,7 +146,9 @@ pub unsafe extern "C" fn pora_hash(
             Some(d) => d.required()?,
             None => None,
         };
-        let record = set.session.hash_record(shard, &randao, nonce, required);
+        let record = set
+            .session
+            .hash_record(shard, &randao, nonce, required, None);
         json(&record.map_err(mine_failure)?)
     })
 }
@@ -177,10 +178,14 @@ pub unsafe extern "C" fn pora_mine_slot(
             0 => Arc::new(AtomicBool::new(false)),
             id => registry::cancel(id)?,
         };
-        let _running = Running::claim(&set, stop.clone())?;
-        let report = set
+        if set.closed.load(Ordering::SeqCst) {
+            return Err(Failure::new(PoraStatus::Closed, "shard handle was closed"));
+        }
+        // The session is the one place that allows one slot at a time (PORA_STATUS_BUSY);
+        // closing the handle stops the slot through `closed`.
+        let mined = set
             .session
-            .mine_slot(&request, &stop)
+            .mine_slot_until(&request, &[&stop, &set.closed])
             .map_err(mine_failure)?;
         if set.closed.load(Ordering::SeqCst) {
             return Err(Failure::new(
@@ -188,32 +193,8 @@ pub unsafe extern "C" fn pora_mine_slot(
                 format!("shard handle {handle:#x} was closed while the slot ran; its results are discarded"),
             ));
         }
-        let choices = set.session.choices();
-        json(&SlotRecord::new(params.slot_number, &report, &choices))
+        json(&mined.record_numbered(params.slot_number))
     })
-}
-
-/// The claim of a set's one running slot, released on drop (also when the slot panics).
-struct Running<'a>(&'a Shards);
-
-impl<'a> Running<'a> {
-    fn claim(set: &'a Shards, stop: Arc<AtomicBool>) -> Result<Running<'a>, Failure> {
-        let mut running = lock(&set.running);
-        if running.is_some() {
-            return Err(mine_failure(MineError::Busy));
-        }
-        if set.closed.load(Ordering::SeqCst) {
-            return Err(Failure::new(PoraStatus::Closed, "shard handle was closed"));
-        }
-        *running = Some(stop);
-        Ok(Running(set))
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        *lock(&self.0.running) = None;
-    }
 }
 
 /// A new cancel token in `*token` (not cancelled). One token may serve many slots; once

@@ -144,7 +144,7 @@ pub unsafe extern "C" fn pora_hash_overlay(
         let view = snapshot(overlay)?.unwrap_or_default();
         let record = set
             .session
-            .hash_record_with(shard, &randao, nonce, required, &view);
+            .hash_record(shard, &randao, nonce, required, Some(&view));
         json(&record.map_err(mine_failure)?)
     })
 }

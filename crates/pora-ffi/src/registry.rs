@@ -35,12 +35,10 @@ impl Kind {
     }
 }
 
-/// An opened shard set and the stop flag of the slot running on it, if any.
+/// An opened shard set.
 pub(crate) struct Shards {
     pub session: Session,
-    /// The running slot's stop flag; `Some` while a slot runs (one at a time).
-    pub running: Mutex<Option<Arc<AtomicBool>>>,
-    /// Set by close, so a slot that was running reports CLOSED.
+    /// Set by close: a running slot stops (it watches this flag) and reports CLOSED.
     pub closed: AtomicBool,
 }
 
@@ -48,17 +46,13 @@ impl Shards {
     pub fn new(session: Session) -> Shards {
         Shards {
             session,
-            running: Mutex::new(None),
             closed: AtomicBool::new(false),
         }
     }
 
-    /// Marks the set closed and stops its running slot.
+    /// Marks the set closed, which stops its running slot.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Some(stop) = lock(&self.running).as_ref() {
-            stop.store(true, Ordering::SeqCst);
-        }
     }
 }
 

@@ -24,3 +24,8 @@ pub const MAX_DEPTH: usize = 65_536;
 /// Most chains over all workers: about 100 bytes each plus a completion slot, so at most a few
 /// hundred MiB, and far beyond any device's useful queue depth.
 pub const MAX_TOTAL_CHAINS: usize = 4 << 20;
+
+/// CPUs this process may use (1 when the OS does not say).
+pub fn available_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -27,10 +27,12 @@ macro_rules! with_fields {
 mod config;
 pub mod defaults;
 pub mod devices;
+mod errand;
 mod error;
 pub mod lanes;
 pub mod overlay;
 mod plan;
+mod pool;
 pub mod profile;
 pub mod records;
 pub mod session;
@@ -45,10 +47,12 @@ pub use defaults::{
 };
 pub use error::{ErrorKind, MineError};
 pub use overlay::Overlay;
+pub use pool::{Pool, PoolIo};
 pub use worker::MAX_RETRIES;
 
+use pool::PoolState;
 use pora_core::{Address, Input, NonceProof, ShardSet, H256, U256};
-use pora_io::{Backend, BackendFactory};
+use pora_io::BackendFactory;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -224,6 +228,10 @@ pub struct SlotReport {
     /// Backends this process gave up on so far (reads stuck in the kernel of a dead or very slow
     /// device after the bounded wait), leaked rather than waited for: 0 on a healthy device.
     pub leaked_backends: u64,
+    /// Workers (each with its backend) out of use when the slot ended: still inside a read, or
+    /// draining reads the device has not given back. They come back by themselves when the
+    /// device answers; a pool has at most twice its threads in workers ([`PoolIo::workers_cap`]).
+    pub stuck_backends: u64,
 }
 
 /// One nonce of `shard` through the plain single-nonce path (its files opened read-only for this
@@ -243,65 +251,6 @@ pub fn hash_nonce(
         .map_err(verify::Unconfirmed::into_sample_error)
 }
 
-/// The shards of one device and the backend factory that reads them: a pool has its own worker
-/// threads, reads in flight and chains, so a slow device holds only its own shards back (issue
-/// 13). The pools of a miner partition its shards in order.
-pub struct Pool {
-    /// How many of the miner's shards, taken in order after the previous pools', this pool mines.
-    pub shards: usize,
-    /// Opened over exactly these shards' files, in [`Miner::paths`] order.
-    pub factory: Arc<dyn BackendFactory>,
-    pub threads: usize,
-    pub depth: usize,
-}
-
-/// A pool's reading side: its factory, knobs and the worker backends opened from them. A
-/// session keeps the ones it switched away from, so switching back between slots reopens
-/// nothing ([`Miner::swap_io`]).
-pub struct PoolIo {
-    pub factory: Arc<dyn BackendFactory>,
-    pub threads: usize,
-    pub depth: usize,
-    backends: Vec<Box<dyn Backend>>,
-}
-
-impl PoolIo {
-    /// Opens `threads` worker backends of `depth` reads in flight each from `factory`.
-    pub fn open(
-        factory: Arc<dyn BackendFactory>,
-        threads: usize,
-        depth: usize,
-    ) -> Result<PoolIo, MineError> {
-        let backends = (0..threads)
-            .map(|_| factory.worker(depth))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(PoolIo {
-            factory,
-            threads,
-            depth,
-            backends,
-        })
-    }
-
-    /// The method its factory reads with.
-    pub fn method(&self) -> pora_io::Method {
-        self.factory.method()
-    }
-}
-
-/// A pool as the slot runs it.
-pub(crate) struct PoolState {
-    pub factory: Arc<dyn BackendFactory>,
-    pub threads: usize,
-    pub depth: usize,
-    /// The pool's shards (indices into the miner's shards).
-    pub shards: Range<usize>,
-    /// Index in [`Miner::paths`] of the pool's first file: the factory's file 0.
-    pub first_file: u32,
-    /// Its workers' backends, one per thread.
-    pub backends: Vec<Box<dyn Backend>>,
-}
-
 /// A configured miner over a set of shards and one opened backend factory per device pool.
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
@@ -317,7 +266,10 @@ pub struct Miner {
     /// Index of each shard's first file in [`Miner::paths`].
     file_bases: Vec<u32>,
     paths: Vec<PathBuf>,
-    verifier: Mutex<verify::Verifier>,
+    /// `None` only while the miner is being dropped.
+    verifier: Mutex<Option<verify::Verifier>>,
+    /// The thread the verifier reads on, and closes its files on (`slot.rs`).
+    verify_errands: errand::Errands,
 }
 
 impl Miner {
@@ -371,7 +323,8 @@ impl Miner {
             .collect();
         let verifier = verify::Verifier::new(paths.clone())?;
         Ok(Miner {
-            verifier: Mutex::new(verifier),
+            verifier: Mutex::new(Some(verifier)),
+            verify_errands: errand::Errands::new("pora-verifier"),
             shards,
             config,
             pools: Mutex::new(pools),
@@ -379,11 +332,6 @@ impl Miner {
             file_bases,
             paths,
         })
-    }
-
-    /// How many device pools the miner has.
-    pub fn pool_count(&self) -> usize {
-        self.lock_pools().len()
     }
 
     /// Replaces pool `pool`'s reading side with `io` (opened over exactly the pool's files, in
@@ -410,12 +358,7 @@ impl Miner {
             ..self.config.clone()
         };
         config::validate(&knobs, state.shards.len())?;
-        let old = PoolIo {
-            factory: std::mem::replace(&mut state.factory, io.factory),
-            threads: std::mem::replace(&mut state.threads, io.threads),
-            depth: std::mem::replace(&mut state.depth, io.depth),
-            backends: std::mem::replace(&mut state.backends, io.backends),
-        };
+        let old = std::mem::replace(&mut state.io, io);
         Ok(old)
     }
 
@@ -434,14 +377,14 @@ impl Miner {
     /// its factory counts them ([`pora_io::BackendFactory::cache_reads`]); `None` elsewhere or for
     /// a pool the miner does not have. Blocks while a slot runs.
     pub fn cache_reads(&self, pool: usize) -> Option<pora_io::CacheReads> {
-        self.lock_pools().get(pool)?.factory.cache_reads()
+        self.lock_pools().get(pool)?.io.factory.cache_reads()
     }
 
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per
     /// pool, joined by "; ".
     pub fn describe_io(&self) -> String {
         let pools = self.lock_pools();
-        let each: Vec<String> = pools.iter().map(|p| p.factory.describe()).collect();
+        let each: Vec<String> = pools.iter().map(|p| p.io.factory.describe()).collect();
         each.join("; ")
     }
 
@@ -465,10 +408,11 @@ impl Miner {
             .iter()
             .position(|p| p.shard_idx == shard_idx)
             .ok_or(MineError::UnknownShard(shard_idx))?;
-        let mut verifier = self
+        let mut guard = self
             .verifier
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
         let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
         let view = overlay.for_shard(&shard.geometry)?;
         let checks = self.config.random_checks;
@@ -489,8 +433,36 @@ impl Miner {
         request: &SlotRequest,
         stop: &AtomicBool,
     ) -> Result<SlotReport, MineError> {
+        self.mine_slot_until(request, &[stop])
+    }
+
+    /// [`Miner::mine_slot`] stopped by whichever of `stops` is set first.
+    pub fn mine_slot_until(
+        &self,
+        request: &SlotRequest,
+        stops: &[&AtomicBool],
+    ) -> Result<SlotReport, MineError> {
         config::validate_request(request)?;
-        slot::mine_slot(self, request, stop)
+        slot::mine_slot(self, request, stops)
+    }
+}
+
+/// How long dropping a miner waits for the verifier's files to close: closing a file of a
+/// stalled disk waits for the device (FUSE flushes on close), and `Close`, `pora serve`'s stop
+/// and process exit must not. A healthy disk closes long before this, so callers see the usual
+/// synchronous close.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
+
+impl Drop for Miner {
+    /// The pools' workers end on their own threads and their files close on their errand
+    /// threads (`pool.rs`); the verifier's close on its own.
+    fn drop(&mut self) {
+        let verifier = self
+            .verifier
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        self.verify_errands.dispose(verifier, CLOSE_WAIT);
     }
 }
 
@@ -523,14 +495,10 @@ fn pool_states(
             )
         })?;
         start = shards.end;
-        let io = PoolIo::open(pool.factory, pool.threads, pool.depth)?;
         states.push(PoolState {
-            factory: io.factory,
-            threads: io.threads,
-            depth: io.depth,
+            io: PoolIo::open(pool.factory, pool.threads, pool.depth)?,
             shards,
             first_file,
-            backends: io.backends,
         });
     }
     if start != file_bases.len() {

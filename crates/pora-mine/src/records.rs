@@ -3,12 +3,14 @@
 //! Field names are camelCase; 256-bit values are 0x-hex (hashes) or decimal strings
 //! (`requiredDiff`), as es-node's tools print them.
 
-use crate::session::{choice_for, Choice, Session, SteeringRecord};
+use crate::steer::CandidateForecast;
 use crate::{Bottleneck, ShardSlotReport, SlotReport};
 use pora_core::difficulty::meets;
 use pora_core::{Address, NonceProof, H256, U256};
+use pora_io::host::memory::CacheRoom;
 use pora_io::Method;
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// One shard's result for one slot: one line of `pora mine --json`. The shard's own counts
 /// ([`ShardSlotReport`]), then how its pool read and what limited the slot.
@@ -34,6 +36,7 @@ pub struct ShardSlotRecord {
     pub cpu_busy_fraction: f64,
     pub interrupted: bool,
     pub leaked_backends: u64,
+    pub stuck_backends: u64,
 }
 
 impl ShardSlotRecord {
@@ -60,6 +63,7 @@ impl ShardSlotRecord {
                 cpu_busy_fraction: report.cpu_busy_fraction,
                 interrupted: report.interrupted,
                 leaked_backends: report.leaked_backends,
+                stuck_backends: report.stuck_backends,
             })
             .collect()
     }
@@ -151,10 +155,14 @@ pub struct SessionRecord<'a> {
 }
 
 impl<'a> SessionRecord<'a> {
-    pub fn new(session: &'a Session) -> Self {
-        let miner = session.miner();
-        let shards = miner
-            .shards()
+    /// The record of a session mining `shards` with `choices` (at least one) and `notes`.
+    pub fn new(
+        shards: &[pora_core::ShardSet],
+        choices: Vec<Choice>,
+        random_checks: u32,
+        notes: &'a [String],
+    ) -> Self {
+        let shards = shards
             .iter()
             .map(|s| ShardRecord {
                 shard: s.geometry.shard_idx,
@@ -164,14 +172,110 @@ impl<'a> SessionRecord<'a> {
                 kv_size_bits: s.geometry.kv_size_bits,
             })
             .collect();
-        let choices = session.choices();
         SessionRecord {
             shards,
             // A session opens only with at least one shard, so with at least one choice.
             choice: choices[0].clone(),
             choices,
-            random_checks: miner.config().random_checks,
-            notes: session.notes(),
+            random_checks,
+            notes,
         }
     }
+}
+
+/// The method and knobs one device's shards run with, and why.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Choice {
+    pub method: Method,
+    pub threads: usize,
+    pub depth: usize,
+    /// The profile used, if any.
+    pub profile: Option<PathBuf>,
+    /// One phrase: where the method and knobs came from.
+    pub why: String,
+    /// The device these shards sit on (`vda`, or `major:minor` for tmpfs), when known.
+    pub device: Option<String>,
+    /// The shards mined with this choice.
+    pub shards: Vec<u64>,
+    /// The backend factory's one-line description (method, alignment, ring features).
+    pub io: String,
+    /// How `auto` chose for this slot; `None` when the method was given.
+    pub steering: Option<SteeringRecord>,
+}
+
+/// What `auto` saw, forecast and measured for one device's slot: every slot's record carries
+/// it, so a user can see why the method is what it is.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SteeringRecord {
+    /// Slot of the session this decision was made for (0-based).
+    pub slot: u64,
+    /// Share of the device's shards in the page cache when the slot started (the model's own
+    /// estimate where the OS does not tell: `cachedFractionMeasured` false).
+    pub cached_fraction: f64,
+    pub cached_fraction_measured: bool,
+    /// Share of them the page cache can hold: the memory it can grow into, shared by every
+    /// shard of the process, over their size; `null` where memory is not known.
+    pub cacheable_fraction: Option<f64>,
+    /// `MemAvailable` (Windows: `GlobalMemoryStatusEx`'s available physical memory), and the
+    /// cgroup's limit and the room inside it, when known.
+    pub mem_available_bytes: Option<u64>,
+    pub cgroup_limit_bytes: Option<u64>,
+    pub cache_room_bytes: Option<u64>,
+    /// The chosen method's forecast for this slot and once the cache has settled.
+    pub predicted_mining_power: f64,
+    pub predicted_steady_mining_power: f64,
+    /// The share of the slot's reads the page cache served, measured after the slot (the
+    /// device's completed reads against the samples read; else the backends' own count of the
+    /// reads the cache served, Windows; else the residency before and after); `null` before the
+    /// slot ends or where nothing tells.
+    pub hit_ratio: Option<f64>,
+    /// Tried for one slot because the model could not tell the candidates apart.
+    pub exploring: bool,
+    /// The method of the previous slot when this slot switched.
+    pub switched_from: Option<Method>,
+    /// Time spent deciding (facts and model) and switching backends, before the slot's clock.
+    pub decision_ms: f64,
+    pub switch_ms: f64,
+    /// Switches and exploring slots of this device so far.
+    pub switches: u64,
+    pub exploring_slots: u64,
+    /// Every candidate's forecast.
+    pub candidates: Vec<CandidateForecast>,
+}
+
+impl SteeringRecord {
+    /// The record of `decision` for slot 0 with the facts of `room` and `(decision, switch)`
+    /// milliseconds; the caller sets the slot, counts and switch.
+    pub(crate) fn new(
+        decision: &crate::steer::Decision,
+        room: Option<&CacheRoom>,
+        ms: (f64, f64),
+    ) -> Self {
+        SteeringRecord {
+            slot: 0,
+            cached_fraction: decision.cached_fraction,
+            cached_fraction_measured: true,
+            cacheable_fraction: decision.cacheable_fraction,
+            mem_available_bytes: room.map(|r| r.mem_available_bytes),
+            cgroup_limit_bytes: room.and_then(|r| r.cgroup_limit_bytes),
+            cache_room_bytes: room.map(|r| r.room_bytes),
+            predicted_mining_power: decision.predicted.next,
+            predicted_steady_mining_power: decision.predicted.steady,
+            hit_ratio: None,
+            exploring: decision.exploring,
+            switched_from: None,
+            decision_ms: ms.0,
+            switch_ms: ms.1,
+            switches: 0,
+            exploring_slots: 0,
+            candidates: decision.forecasts.clone(),
+        }
+    }
+}
+
+/// The choice among `choices` that mines shard `shard`.
+pub fn choice_for(choices: &[Choice], shard: u64) -> Option<&Choice> {
+    choices.iter().find(|c| c.shards.contains(&shard))
 }

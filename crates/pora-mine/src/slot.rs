@@ -9,23 +9,18 @@
 
 use crate::lanes::Hash0Prefix;
 use crate::overlay::ShardOverlay;
+use crate::pool::{Handoff, PoolState, Reply, SlotJob, WorkerThread};
 use crate::verify::{Unconfirmed, Verifier};
-use crate::worker::{self, Candidate, End, Lane, Published, ShardTally, SlotShared, WorkerOutcome};
+use crate::worker::{Candidate, End, Lane, Published, ShardTally, SlotShared, WorkerOutcome};
 use crate::{
-    Bottleneck, Find, MineError, Miner, OnIoError, PoolState, ShardSlotReport, SlotReport,
-    SlotRequest,
+    Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
 };
 use pora_core::difficulty::meets;
 use pora_core::NonceProof;
-use pora_io::Backend;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-/// Longest wait for reads a previous slot left in flight before the backend is replaced (and
-/// the old one leaked). Short, because it is spent inside the slot's time: a healthy device
-/// gives cancelled reads back in microseconds, a hung one never does.
-const DRAIN_TIMEOUT: Duration = Duration::from_millis(100);
 /// How long past its deadline (or past a stop, or another worker's failure) a slot waits for a
 /// worker stuck inside one read before leaving it behind: the bound on a slot's overshoot that
 /// no disk can stretch (plus the re-verification of the nonces to report).
@@ -44,24 +39,29 @@ const MAX_REPORTED_MESSAGES: usize = 16;
 pub fn mine_slot(
     miner: &Miner,
     request: &SlotRequest,
-    stop: &AtomicBool,
+    stops: &[&AtomicBool],
 ) -> Result<SlotReport, MineError> {
     let config = &miner.config;
     let randao = &request.randao;
-    let mut pools = match miner.pools.try_lock() {
+    let pools = match miner.pools.try_lock() {
         Ok(guard) => guard,
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
     };
-    // The slot's clock starts at the call: draining what the last slot left is part of it.
+    // The slot's clock starts at the call: taking the backends is part of it (bounded: nothing
+    // here opens, closes or waits for the device; see `pool`).
     let start = Instant::now();
-    for pool in pools.iter_mut() {
-        drain_stale(pool)?;
-    }
+    let taken = take_workers(&pools, start + request.slot_length, stops);
+    let short: Vec<String> = taken.iter().filter_map(|t| t.short.clone()).collect();
     let shards = miner.plans.len();
     let overlays = shard_overlays(miner, request)?;
     let nonce_count = request.nonces.end - request.nonces.start;
-    let chains: u64 = pools.iter().map(|p| (p.threads * p.depth) as u64).sum();
+    let chains: u64 = pools
+        .iter()
+        .zip(&taken)
+        .map(|(p, t)| (t.workers.len() * p.io.depth) as u64)
+        .sum::<u64>()
+        .max(1);
     let shared = Arc::new(SlotShared {
         plans: miner.plans.clone(),
         prefixes: miner
@@ -81,11 +81,12 @@ pub fn mine_slot(
         find: request.find,
         on_io_error: config.on_io_error,
         deadline: start + request.slot_length,
-        stop: AtomicBool::new(stop.load(Ordering::Relaxed)),
+        stop: AtomicBool::new(stopped(stops)),
         abort: AtomicBool::new(false),
     });
-    let (results, stragglers) = run_workers(miner, &mut pools[..], &shared, stop);
+    let (results, stragglers) = run_workers(miner, &pools[..], taken, &shared, stops);
     let ended = Instant::now();
+    let stuck_backends = pools.iter().map(|p| p.io.stuck() as u64).sum();
     drop(pools);
     let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut report = summarize(
@@ -95,83 +96,168 @@ pub fn mine_slot(
         ended - start,
         ended.saturating_duration_since(shared.deadline),
     );
+    report.io_error_messages.extend(short);
     report.io_error_messages.extend(stragglers);
     attach_found(miner, request, &outcomes, &shared, &mut report)?;
     report.leaked_backends = pora_io::leaked_backends();
+    report.stuck_backends = stuck_backends;
     Ok(report)
 }
 
-/// What a worker thread hands back: its place (pool, worker), its backend and its outcome (or
-/// its panic).
-type Returned = (
-    usize,
-    usize,
-    Box<dyn Backend>,
-    std::thread::Result<Result<WorkerOutcome, MineError>>,
-);
+/// Every pool's workers for the slot. When no pool has one (every worker held by a device that
+/// stopped answering), the slot waits for the first to come back until its deadline and mines the
+/// rest of its time with what came: a stalled disk keeps the slot's rhythm, and a disk that
+/// comes back mid-slot is mined at once.
+fn take_workers(
+    pools: &[PoolState],
+    deadline: Instant,
+    stops: &[&AtomicBool],
+) -> Vec<crate::pool::Taken> {
+    loop {
+        let taken: Vec<_> = pools.iter().map(|p| p.io.take_for_slot()).collect();
+        let none = taken.iter().all(|t| t.workers.is_empty());
+        if !none || Instant::now() >= deadline || stopped(stops) {
+            return taken;
+        }
+        std::thread::sleep(POLL_WORKERS.min(deadline.saturating_duration_since(Instant::now())));
+    }
+}
 
-/// Runs one thread per worker backend and collects their outcomes, waiting for each at most
-/// until the deadline (or the stop, or another worker's failure) plus [`STRAGGLER_WAIT`]. A
-/// worker still inside a read then (a synchronous read that the OS holds: a hung disk, a FUSE or
-/// network file system that does not answer) is left behind: it keeps its backend, which is
-/// counted as leaked (`pora_io::leaked_backends`) and replaced by a new one for the next slot,
-/// and what it counted up to its last batch is kept ([`Published`]); the thread ends by itself
-/// when the read returns (it then sees the slot's abort flag), and never keeps the process from
-/// exiting. Returns the outcomes and one
-/// message per worker left behind.
+/// Whether any of the caller's stop flags is set.
+fn stopped(stops: &[&AtomicBool]) -> bool {
+    stops.iter().any(|s| s.load(Ordering::Relaxed))
+}
+
+/// A worker the slot handed a job to.
+struct Started {
+    pool: usize,
+    index: usize,
+    worker: WorkerThread,
+    published: Arc<Mutex<Published>>,
+    handoff: Arc<Handoff>,
+    /// Its reply: whether no read of its backend is left in the kernel.
+    replied: Option<bool>,
+}
+
+/// Hands one job to every taken worker and collects their outcomes, waiting at most until the
+/// deadline (or the stop, or another worker's failure) plus [`STRAGGLER_WAIT`]. A worker still
+/// inside a read then (a synchronous read that the OS holds: a hung disk, a FUSE or network file
+/// system that does not answer) is left behind: it comes back to its pool by itself when the
+/// read returns (`pool.rs`), and what it counted up to its last batch is kept ([`Published`]).
+/// Nothing here starts a thread, opens, closes or joins anything that waits for the device.
+/// Returns the outcomes and one message per worker left behind.
 fn run_workers(
     miner: &Miner,
-    pools: &mut [PoolState],
+    pools: &[PoolState],
+    taken: Vec<crate::pool::Taken>,
     shared: &Arc<SlotShared>,
-    stop: &AtomicBool,
+    stops: &[&AtomicBool],
 ) -> (Vec<Result<WorkerOutcome, MineError>>, Vec<String>) {
-    let (tx, rx) = mpsc::channel::<Returned>();
-    let mut back: Vec<Vec<Option<Box<dyn Backend>>>> = Vec::with_capacity(pools.len());
-    let mut running = 0usize;
-    let mut publications: Vec<Vec<Arc<Mutex<Published>>>> = Vec::with_capacity(pools.len());
-    let mut spawn_errors = Vec::new();
-    for (p, pool) in pools.iter_mut().enumerate() {
-        let pool_backends = std::mem::take(&mut pool.backends);
-        back.push((0..pool_backends.len()).map(|_| None).collect());
-        publications.push(Vec::with_capacity(pool_backends.len()));
-        for (i, mut backend) in pool_backends.into_iter().enumerate() {
-            let (tx, shared, lane) = (tx.clone(), shared.clone(), Lane::new(pool, i));
-            let published = Arc::new(Mutex::new(Published::default()));
-            publications[p].push(published.clone());
-            let spawned = std::thread::Builder::new()
-                .name(format!("pora-worker-{p}.{i}"))
-                .spawn(move || {
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        worker::run(backend.as_mut(), &shared, lane, &published)
-                    }));
-                    // The slot may have left this worker behind: then nobody listens.
-                    let _ = tx.send((p, i, backend, outcome));
-                });
-            match spawned {
-                Ok(_) => running += 1,
-                Err(e) => {
-                    // The backend went with the closure that never ran: a new one replaces it.
-                    spawn_errors.push(Err(MineError::from(pora_io::IoError::Os {
-                        what: "starting a worker thread",
-                        source: e,
-                    })));
-                    back[p][i] = pool.factory.worker(pool.depth).ok();
-                }
+    let (tx, rx) = mpsc::channel::<Reply>();
+    let mut started: Vec<Started> = Vec::new();
+    let mut results = Vec::new();
+    for (p, (pool, taken)) in pools.iter().zip(taken).enumerate() {
+        for (i, worker) in taken.workers.into_iter().enumerate() {
+            let (published, handoff) = (Arc::new(Mutex::new(Published::default())), Handoff::new());
+            let job = SlotJob {
+                shared: shared.clone(),
+                lane: Lane::new(pool, i),
+                published: published.clone(),
+                handoff: handoff.clone(),
+                reply: tx.clone(),
+                place: started.len(),
+            };
+            if worker.mine(job).is_err() {
+                // Its thread is gone (it panicked outside a job): the pool is one worker short
+                // until a replacement is opened off the slot's path.
+                results.push(Err(worker_gone()));
+                continue;
             }
+            started.push(Started {
+                pool: p,
+                index: i,
+                worker,
+                published,
+                handoff,
+                replied: None,
+            });
         }
     }
     drop(tx);
-    let mut results = spawn_errors;
+    let panic = collect(&mut started, &rx, shared, stops, &mut results);
+    // Whoever is still out ends at its next look at the flags.
+    shared.abort.store(true, Ordering::Relaxed);
+    let mut messages = Vec::new();
+    let mut late = Vec::new();
+    for (place, s) in started.into_iter().enumerate() {
+        let pool = &pools[s.pool].io;
+        if let Some(idle) = s.replied {
+            pool.settle(s.worker, idle);
+            continue;
+        }
+        match pool.leave_behind(s.worker, &s.handoff) {
+            Ok(()) => {}
+            // It returned in the meantime: its reply is in the channel.
+            Err(worker) => {
+                late.push((s.pool, place, worker));
+                continue;
+            }
+        }
+        // What it counted up to its last batch is reported; the read it is stuck in (and that
+        // read's nonce) is not.
+        let published =
+            std::mem::take(&mut *s.published.lock().unwrap_or_else(PoisonError::into_inner));
+        results.push(Ok(published.into_outcome(miner.plans.len())));
+        messages.push(format!(
+            "worker {} of pool {} ({}) was still inside a read {} ms after the slot's end: left behind; it comes back to the pool when the read returns; its counts up to that read are kept",
+            s.index,
+            s.pool,
+            pool.factory.method(),
+            STRAGGLER_WAIT.as_millis()
+        ));
+    }
+    let replies: Vec<Reply> = rx.try_iter().collect();
+    for (p, place, worker) in late {
+        let idle = replies.iter().any(|r| r.place == place && r.idle);
+        pools[p].io.settle(worker, idle);
+    }
+    for reply in replies {
+        if let Ok(result) = reply.outcome {
+            results.push(result);
+        }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+    (results, messages)
+}
+
+fn worker_gone() -> MineError {
+    MineError::from(pora_io::IoError::Os {
+        what: "handing a slot to a worker thread",
+        source: std::io::Error::other("the worker thread has ended"),
+    })
+}
+
+/// Receives the workers' replies until all are in or the slot's bound has passed. Returns a
+/// worker's panic, if any.
+fn collect(
+    started: &mut [Started],
+    rx: &mpsc::Receiver<Reply>,
+    shared: &SlotShared,
+    stops: &[&AtomicBool],
+    results: &mut Vec<Result<WorkerOutcome, MineError>>,
+) -> Option<Box<dyn std::any::Any + Send>> {
     let mut panic = None;
     let mut returned = 0usize;
     let mut give_up = shared.deadline + STRAGGLER_WAIT;
     let mut ending_seen = false;
-    while returned < running {
+    while returned < started.len() {
         match rx.recv_timeout(POLL_WORKERS) {
-            Ok((p, i, backend, outcome)) => {
+            Ok(reply) => {
                 returned += 1;
-                back[p][i] = Some(backend);
-                match outcome {
+                started[reply.place].replied = Some(reply.idle);
+                match reply.outcome {
                     Ok(result) => results.push(result),
                     Err(payload) => {
                         shared.abort.store(true, Ordering::Relaxed);
@@ -183,7 +269,7 @@ fn run_workers(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let now = Instant::now();
-        if stop.load(Ordering::Relaxed) {
+        if stopped(stops) {
             shared.stop.store(true, Ordering::Relaxed);
         }
         let ending = shared.stop.load(Ordering::Relaxed) || shared.abort.load(Ordering::Relaxed);
@@ -195,44 +281,7 @@ fn run_workers(
             break;
         }
     }
-    // Whoever is still out ends at its next look at the flags.
-    shared.abort.store(true, Ordering::Relaxed);
-    let mut messages = Vec::new();
-    for ((p, pool), pool_back) in pools.iter_mut().enumerate().zip(back) {
-        for (i, returned) in pool_back.into_iter().enumerate() {
-            let backend = match returned {
-                Some(b) => b,
-                None => {
-                    pora_io::note_leaked_backend();
-                    // What it counted up to its last batch is reported; the read it is stuck in
-                    // (and that read's nonce) is not.
-                    let published = std::mem::take(
-                        &mut *publications[p][i]
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner),
-                    );
-                    results.push(Ok(published.into_outcome(miner.plans.len())));
-                    messages.push(format!(
-                        "worker {i} of pool {p} ({}) was still inside a read {} ms after the slot's end: left behind with its backend (replaced, counted as leaked); its counts up to that read are kept",
-                        pool.factory.method(),
-                        STRAGGLER_WAIT.as_millis()
-                    ));
-                    match pool.factory.worker(pool.depth) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            results.push(Err(e.into()));
-                            continue;
-                        }
-                    }
-                }
-            };
-            pool.backends.push(backend);
-        }
-    }
-    if let Some(payload) = panic {
-        std::panic::resume_unwind(payload);
-    }
-    (results, messages)
+    panic
 }
 
 /// Each shard's part of the request's overlay (empty views without one).
@@ -245,21 +294,6 @@ fn shard_overlays(miner: &Miner, request: &SlotRequest) -> Result<Vec<ShardOverl
             None => Ok(ShardOverlay::default()),
         })
         .collect()
-}
-
-/// Cancels (and discards) reads a previous slot abandoned, so no stale completion reaches the
-/// next slot's chains; a backend whose reads are still in the kernel after the bounded wait is
-/// replaced (the old one is leaked by pora-io rather than waited for: `pora_io::leaked_backends`).
-fn drain_stale(pool: &mut PoolState) -> Result<(), MineError> {
-    for backend in pool.backends.iter_mut() {
-        if backend.in_flight() == 0 {
-            continue;
-        }
-        if !backend.cancel_all(DRAIN_TIMEOUT).is_idle() {
-            *backend = pool.factory.worker(pool.depth)?;
-        }
-    }
-    Ok(())
 }
 
 fn summarize(
@@ -323,6 +357,7 @@ fn summarize(
             .collect(),
         interrupted: outcomes.iter().any(|o| o.end == End::Stopped),
         leaked_backends: 0,
+        stuck_backends: 0,
     }
 }
 
@@ -343,7 +378,7 @@ fn bottleneck(outcomes: &[WorkerOutcome], cpu_busy: f64) -> Bottleneck {
 /// `min(threads, CPUs) x elapsed`. With more threads than CPUs (synchronous methods), a worker
 /// preempted while hashing still counts as busy, which is right: the CPUs were the limit.
 fn cpu_busy_fraction(outcomes: &[WorkerOutcome], elapsed: Duration) -> f64 {
-    let cpus = crate::session::available_cpus();
+    let cpus = crate::defaults::available_cpus();
     let usable = outcomes.len().min(cpus) as f64 * elapsed.as_secs_f64();
     let busy: Duration = outcomes.iter().map(|o| o.busy).sum();
     if usable > 0.0 {
@@ -394,21 +429,15 @@ fn attach_found(
     shared: &Arc<SlotShared>,
     report: &mut SlotReport,
 ) -> Result<(), MineError> {
-    let config = &miner.config;
-    let candidates: Vec<Vec<Candidate>> = (0..report.shards.len())
-        .map(|s| {
-            let mut candidates: Vec<Candidate> = outcomes
-                .iter()
-                .flat_map(|o| o.candidates.iter().copied())
-                .filter(|c| c.shard == s)
-                .collect();
-            match request.find {
-                Find::Best => candidates.sort_by_key(|c| c.hash1),
-                Find::First | Find::All => candidates.sort_by_key(|c| c.nonce),
-            }
-            candidates
-        })
-        .collect();
+    let candidates = candidates_to_verify(report.shards.len(), request.find, outcomes);
+    let stop_on_error = miner.config.on_io_error == OnIoError::Stop;
+    // The last slot's verification may be just past its answer: a moment to clear.
+    if !candidates.iter().all(Vec::is_empty)
+        && !miner.verify_errands.free_within(Duration::from_millis(100))
+    {
+        report.io_error_messages.push(held_verifier());
+        return Ok(());
+    }
     if candidates.iter().all(Vec::is_empty) {
         return Ok(());
     }
@@ -416,76 +445,24 @@ fn attach_found(
         .verifier
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    let fork = guard.fork();
-    let mut verifier = std::mem::replace(&mut *guard, fork);
-    let (tx, rx) = mpsc::channel::<Verified>();
-    let (shards, plans, bases) = (
-        miner.shards.clone(),
-        miner.plans.clone(),
-        miner.file_bases.clone(),
-    );
-    let (checks, randao, find, stop_on_error) = (
-        config.random_checks,
-        request.randao,
-        request.find,
-        config.on_io_error == OnIoError::Stop,
-    );
-    let required = request.required_diff;
-    let shared_for_thread = shared.clone();
-    std::thread::Builder::new()
-        .name("pora-verifier".into())
-        .spawn(move || {
-            let overlays = &shared_for_thread.overlays;
-            for (s, candidates) in candidates.iter().enumerate() {
-                let mut found = 0usize;
-                for candidate in candidates {
-                    let (shard, plan, base) = (&shards[s], &plans[s], bases[s]);
-                    let nonce = candidate.nonce;
-                    let event = match verifier.proof(
-                        shard,
-                        plan,
-                        base,
-                        checks,
-                        &randao,
-                        nonce,
-                        &overlays[s],
-                    ) {
-                        Err(e) => Verified::Failed(e),
-                        Ok(Ok(proof)) if proof.hash1.0 == candidate.hash1 => {
-                            found += 1;
-                            Verified::Found { shard: s, proof }
-                        }
-                        Ok(Ok(proof)) => {
-                            // The samples changed under the slot (a live shard): the bytes on
-                            // disk now decide, as they will for the proof.
-                            let _ = tx.send(Verified::Changed { shard: s });
-                            if required.is_some_and(|r| meets(&proof.hash1.0, &r)) {
-                                found += 1;
-                                Verified::Found { shard: s, proof }
-                            } else {
-                                continue;
-                            }
-                        }
-                        Ok(Err(why)) => Verified::Unconfirmed(why),
-                    };
-                    let last = matches!(event, Verified::Failed(_))
-                        || (stop_on_error && matches!(event, Verified::Unconfirmed(_)));
-                    if tx.send(event).is_err() || last {
-                        return;
-                    }
-                    if find != Find::All && found > 0 {
-                        break;
-                    }
-                }
-            }
-            let _ = tx.send(Verified::Done(verifier));
-        })
-        .map_err(|source| {
-            MineError::from(pora_io::IoError::Os {
-                what: "starting the verifier thread",
-                source,
-            })
-        })?;
+    let Some(kept) = guard.as_ref() else {
+        return Err(MineError::Busy);
+    };
+    let fork = kept.fork();
+    let verifier = guard.replace(fork).expect("checked above");
+    let job = VerifyJob {
+        shards: miner.shards.clone(),
+        plans: miner.plans.clone(),
+        bases: miner.file_bases.clone(),
+        checks: miner.config.random_checks,
+        request: request.clone(),
+        stop_on_error,
+        shared: shared.clone(),
+    };
+    let Some(rx) = job.start(&miner.verify_errands, verifier, candidates) else {
+        report.io_error_messages.push(held_verifier());
+        return Ok(());
+    };
     let give_up = Instant::now().max(shared.deadline) + VERIFY_WAIT;
     loop {
         let wait = give_up.saturating_duration_since(Instant::now());
@@ -505,7 +482,7 @@ fn attach_found(
             }
             Ok(Verified::Failed(e)) => return Err(e),
             Ok(Verified::Done(verifier)) => {
-                *guard = verifier;
+                *guard = Some(verifier);
                 return Ok(());
             }
             Err(_) => {
@@ -516,5 +493,120 @@ fn attach_found(
                 return Ok(());
             }
         }
+    }
+}
+
+fn held_verifier() -> String {
+    "the verifier is still inside a read an earlier slot left (a hung disk): this slot's nonces are withheld, not reported unverified".to_string()
+}
+
+/// Per shard, the candidates in the order they are verified: by hash1 for `--find best`, else by
+/// nonce.
+fn candidates_to_verify(
+    shards: usize,
+    find: Find,
+    outcomes: &[WorkerOutcome],
+) -> Vec<Vec<Candidate>> {
+    (0..shards)
+        .map(|s| {
+            let mut candidates: Vec<Candidate> = outcomes
+                .iter()
+                .flat_map(|o| o.candidates.iter().copied())
+                .filter(|c| c.shard == s)
+                .collect();
+            match find {
+                Find::Best => candidates.sort_by_key(|c| c.hash1),
+                Find::First | Find::All => candidates.sort_by_key(|c| c.nonce),
+            }
+            candidates
+        })
+        .collect()
+}
+
+/// What the verifier thread needs of the miner and the slot.
+struct VerifyJob {
+    shards: Vec<pora_core::ShardSet>,
+    plans: Vec<crate::plan::ShardPlan>,
+    bases: Vec<u32>,
+    checks: u32,
+    request: SlotRequest,
+    stop_on_error: bool,
+    shared: Arc<SlotShared>,
+}
+
+impl VerifyJob {
+    /// Verifies `candidates` on the miner's verifier thread, telling the slot as it goes; `None`
+    /// when that thread is still held by an earlier slot's read.
+    fn start(
+        self,
+        errands: &crate::errand::Errands,
+        mut verifier: Verifier,
+        candidates: Vec<Vec<Candidate>>,
+    ) -> Option<mpsc::Receiver<Verified>> {
+        let (tx, rx) = mpsc::channel::<Verified>();
+        errands
+            .start(move || {
+                for (s, candidates) in candidates.iter().enumerate() {
+                    if !self.verify_shard(&mut verifier, s, candidates, &tx) {
+                        return;
+                    }
+                }
+                let _ = tx.send(Verified::Done(verifier));
+            })
+            .ok()
+            .map(|()| rx)
+    }
+
+    /// Verifies shard `s`'s candidates until the find policy has what it reports; `false` when
+    /// the slot should hear no more (it stopped listening, or the error ends the slot).
+    fn verify_shard(
+        &self,
+        verifier: &mut Verifier,
+        s: usize,
+        candidates: &[Candidate],
+        tx: &mpsc::Sender<Verified>,
+    ) -> bool {
+        let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.bases[s]);
+        let (randao, overlay) = (&self.request.randao, &self.shared.overlays[s]);
+        let mut found = 0usize;
+        for candidate in candidates {
+            let proof = verifier.proof(
+                shard,
+                plan,
+                base,
+                self.checks,
+                randao,
+                candidate.nonce,
+                overlay,
+            );
+            let event = match proof {
+                Err(e) => Verified::Failed(e),
+                Ok(Ok(proof)) if proof.hash1.0 == candidate.hash1 => {
+                    found += 1;
+                    Verified::Found { shard: s, proof }
+                }
+                Ok(Ok(proof)) => {
+                    // The samples changed under the slot (a live shard): the bytes on disk now
+                    // decide, as they will for the proof.
+                    let _ = tx.send(Verified::Changed { shard: s });
+                    let required = self.request.required_diff;
+                    if !required.is_some_and(|r| meets(&proof.hash1.0, &r)) {
+                        continue;
+                    }
+                    found += 1;
+                    Verified::Found { shard: s, proof }
+                }
+                Ok(Err(why)) => Verified::Unconfirmed(why),
+            };
+            let last = matches!(event, Verified::Failed(_))
+                || (self.stop_on_error && matches!(event, Verified::Unconfirmed(_)));
+            if tx.send(event).is_err() || last {
+                return false;
+            }
+            if self.request.find != Find::All && found > 0 {
+                break;
+            }
+        }
+        true
     }
 }

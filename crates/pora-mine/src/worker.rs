@@ -93,8 +93,8 @@ impl Lane {
         Lane {
             shards: pool.shards.clone(),
             first_file: pool.first_file,
-            inline_reads: pool.factory.capabilities().completes_inline,
-            depth: pool.depth,
+            inline_reads: pool.io.factory.capabilities().completes_inline,
+            depth: pool.io.depth,
             index,
         }
     }

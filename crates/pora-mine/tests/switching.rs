@@ -138,8 +138,8 @@ fn auto_reports_what_a_pinned_method_reports_with_a_steering_record_per_slot() {
     .unwrap();
     let stop = AtomicBool::new(false);
     for slot in 0..4u8 {
-        let a = auto.mine_slot(&request(slot), &stop).unwrap();
-        let p = pinned.mine_slot(&request(slot), &stop).unwrap();
+        let a = auto.mine_slot(&request(slot), &stop).unwrap().report;
+        let p = pinned.mine_slot(&request(slot), &stop).unwrap().report;
         assert_eq!(results(&a), results(&p), "slot {slot}");
         let choice = &auto.choices()[0];
         let steering = choice.steering.as_ref().expect("auto records its decision");

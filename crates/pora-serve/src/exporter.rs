@@ -6,8 +6,7 @@ use crate::config::{Access, ServerConfig};
 use crate::error::ServeError;
 use crate::http::{Server, Shutdown};
 use crate::metrics::Metrics;
-use pora_mine::session::Session;
-use pora_mine::SlotReport;
+use pora_mine::session::{MinedSlot, Session};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -53,9 +52,9 @@ impl MetricsExporter {
         self.metrics.slot_started();
     }
 
-    /// Adds one finished slot of `session`.
-    pub fn record_slot(&self, report: &SlotReport, session: &Session) {
-        self.metrics.record_slot(report, &session.choices());
+    /// Adds one finished slot.
+    pub fn record_slot(&self, mined: &MinedSlot) {
+        self.metrics.record_slot(&mined.report, &mined.choices);
     }
 }
 

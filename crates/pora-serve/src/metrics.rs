@@ -420,6 +420,7 @@ mod tests {
             io_error_messages: Vec::new(),
             interrupted,
             leaked_backends: 0,
+            stuck_backends: 0,
         }
     }
 

@@ -78,10 +78,7 @@ pub struct StatusRecord<'a> {
 /// shutting down cannot interleave.
 #[derive(Default)]
 struct SlotState {
-    running: bool,
     shutting_down: bool,
-    /// Number of the next slot (0-based, like `pora mine`'s `slot`).
-    next_slot: u64,
     /// The last finished slot's answer.
     last: Option<SlotRecord>,
 }
@@ -94,7 +91,8 @@ pub struct Service {
     paths: Vec<PathBuf>,
     started: Instant,
     state: Mutex<SlotState>,
-    stop: AtomicBool,
+    /// Set once, at shutdown: it stops a slot even one that was starting as it was set.
+    shutdown: AtomicBool,
 }
 
 impl Service {
@@ -107,7 +105,7 @@ impl Service {
             metrics,
             started: Instant::now(),
             state: Mutex::new(SlotState::default()),
-            stop: AtomicBool::new(false),
+            shutdown: AtomicBool::new(false),
         }))
     }
 
@@ -125,68 +123,48 @@ impl Service {
     }
 
     /// Mines one slot on a blocking thread; [`ServiceError::SlotRunning`] at once when one
-    /// runs already.
+    /// runs already (the session's one-slot lock says so).
     pub async fn mine_slot(
         self: &Arc<Self>,
         request: SlotRequest,
     ) -> Result<SlotRecord, ServiceError> {
-        let slot = self.claim_slot()?;
-        let service = self.clone();
-        // The slot runs to its end even if the caller goes away: it is bounded by its slotMs.
-        blocking(move || service.run_slot(slot, &request)).await
-    }
-
-    fn claim_slot(&self) -> Result<u64, ServiceError> {
-        let mut state = self.state();
-        if state.shutting_down {
+        if self.state().shutting_down {
             return Err(ServiceError::ShuttingDown);
         }
-        if state.running {
-            return Err(ServiceError::SlotRunning);
-        }
-        state.running = true;
-        self.stop.store(false, Ordering::SeqCst);
-        let slot = state.next_slot;
-        state.next_slot += 1;
-        Ok(slot)
+        let service = self.clone();
+        // The slot runs to its end even if the caller goes away: it is bounded by its slotMs.
+        blocking(move || service.run_slot(&request)).await
     }
 
-    fn run_slot(&self, slot: u64, request: &SlotRequest) -> Result<SlotRecord, ServiceError> {
-        /// Clears `running` however the slot ends (a panic included).
-        struct Running<'a>(&'a Service);
-        impl Drop for Running<'_> {
-            fn drop(&mut self) {
-                self.0.state().running = false;
-            }
+    fn run_slot(&self, request: &SlotRequest) -> Result<SlotRecord, ServiceError> {
+        if self.session.slot_running() {
+            return Err(ServiceError::SlotRunning);
         }
-        let _running = Running(self);
         self.metrics.slot_started();
-        let report = self
-            .session
-            .mine_slot(request, &self.stop)
-            .inspect_err(|_| {
+        let mined = match self.session.mine_slot(request, &self.shutdown) {
+            Ok(mined) => mined,
+            // Another call took the session's lock in between: its slot keeps the gauge at 1.
+            Err(MineError::Busy) => return Err(ServiceError::SlotRunning),
+            Err(e) => {
                 self.metrics.record_slot_error();
-            })?;
-        self.metrics.record_slot(&report, &self.session.choices());
-        let answer = SlotRecord::new(slot, &report, &self.session.choices());
+                return Err(e.into());
+            }
+        };
+        self.metrics.record_slot(&mined.report, &mined.choices);
+        let answer = mined.record();
         self.state().last = Some(answer.clone());
         Ok(answer)
     }
 
     /// Ends the running slot (it answers with partial counts); whether one was running.
     pub fn cancel(&self) -> bool {
-        let state = self.state();
-        if state.running {
-            self.stop.store(true, Ordering::SeqCst);
-        }
-        state.running
+        self.session.cancel()
     }
 
     /// Refuses new slots and cancels the running one.
     pub fn begin_shutdown(&self) {
-        let mut state = self.state();
-        state.shutting_down = true;
-        self.stop.store(true, Ordering::SeqCst);
+        self.state().shutting_down = true;
+        self.shutdown.store(true, Ordering::SeqCst);
     }
 
     /// One nonce through the single-nonce path, on a blocking thread: what `pora hash --json`
@@ -208,7 +186,7 @@ impl Service {
         blocking(move || {
             Ok(service
                 .session
-                .hash_record(shard, &randao, nonce, required)?)
+                .hash_record(shard, &randao, nonce, required, None)?)
         })
         .await
     }
@@ -226,8 +204,8 @@ impl Service {
             version: env!("CARGO_PKG_VERSION"),
             uptime_sec: self.started.elapsed().as_secs_f64(),
             session: self.session.record(),
-            slot_running: state.running,
-            slots_started: state.next_slot,
+            slot_running: self.session.slot_running(),
+            slots_started: self.session.slots_started(),
             last_slot: state.last.clone(),
         }
     }

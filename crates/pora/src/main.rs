@@ -55,7 +55,11 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
-fn main() -> ExitCode {
+fn main() {
+    exit_now(run());
+}
+
+fn run() -> ExitCode {
     pora_io::restore_default_sigpipe();
     pora_core::input::name_inputs(common::flag_name);
     // clap prints only its version string; `--version` (and `-V`, on every subcommand too) gets
@@ -90,6 +94,30 @@ fn main() -> ExitCode {
         eprintln!("pora {name}: error: {}", error_chain(&e));
         ExitCode::FAILURE
     })
+}
+
+/// Ends the process once its output is flushed, without the runtime's cleanup: after a stalled
+/// disk, threads may still wait inside reads the kernel holds, and a fault on a mapped file holds
+/// the process's memory map, so the cleanup's unmapping (the main thread's signal stack) would
+/// wait as long as the device (issue 36). The kernel releases everything else.
+fn exit_now(code: ExitCode) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let value = if code == ExitCode::SUCCESS {
+        0
+    } else if code == signals::interrupted() {
+        common::EXIT_INTERRUPTED
+    } else {
+        1
+    };
+    #[cfg(unix)]
+    // SAFETY: _exit has no preconditions; nothing after it runs.
+    unsafe {
+        libc::_exit(value)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(value)
 }
 
 fn print_version() -> ExitCode {

@@ -124,16 +124,15 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         if let Some(m) = &metrics {
             m.slot_started();
         }
-        let report = session.mine_slot(&request, stop)?;
+        let mined = session.mine_slot(&request, stop)?;
         if let Some(m) = &metrics {
-            m.record_slot(&report, &session);
+            m.record_slot(&mined);
         }
-        let choices = session.choices();
         if !args.json {
-            print_switches(slot, &choices);
+            print_switches(slot, &mined.choices);
         }
-        print_report(slot, &report, &choices, args.find, args.json)?;
-        if report.interrupted {
+        print_report(slot, &mined.report, &mined.choices, args.find, args.json)?;
+        if mined.report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
             return Ok(crate::signals::interrupted());
         }

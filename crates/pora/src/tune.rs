@@ -184,7 +184,12 @@ fn tune_device(
 }
 
 fn record(d: &DeviceTune) -> TuneRecord<'_> {
-    TuneRecord::new(&d.outcome, &d.prediction, d.written.as_deref())
+    TuneRecord::new(
+        &d.outcome,
+        &d.prediction,
+        d.written.as_deref(),
+        d.steady.as_ref(),
+    )
 }
 
 /// Flags that name one thing cannot serve several devices: refused up front, naming the flag.
@@ -252,10 +257,10 @@ fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
             if let Some(label) = &d.label {
                 println!("== {label}");
             }
-            print_report(&d.outcome, &d.prediction, d.written.as_deref());
             if let Some(o) = &d.steady {
-                print_steady(o);
+                print_forecast(o);
             }
+            print_report(&d.outcome, &d.prediction, d.written.as_deref());
         }
     }
     if devices.iter().any(|d| d.outcome.interrupted) {
@@ -315,9 +320,9 @@ fn print_event(event: Event) {
     }
 }
 
-/// `auto`'s forecast between slots with the rates just measured: the cold slot is what the
-/// prediction above says of one method; the page cache changes the slots after it.
-fn print_steady(o: &pora_mine::session::FilesOutlook) {
+/// The headline: what `pora mine` will do with this profile, from `auto`'s forecast with the
+/// rates just measured (the model and facts its first slot decides from), then each candidate.
+fn print_forecast(o: &pora_mine::session::FilesOutlook) {
     let room = o.room.as_ref().map_or("unknown memory".to_string(), |r| {
         format!(
             "{:.1} GiB the page cache can grow into",
@@ -325,13 +330,15 @@ fn print_steady(o: &pora_mine::session::FilesOutlook) {
         )
     });
     println!(
-        "steady state: shard {:.1} GiB, {room}; `auto` starts with {} and re-decides before every slot:",
+        "forecast: `pora mine` starts with {} (auto, decided again before every slot): {:.1}% mining power in the first (cold) slot, {:.1}% once the page cache has settled (shard {:.1} GiB, {room})",
+        o.decision.candidate.method,
+        o.decision.predicted.next * 100.0,
+        o.decision.predicted.steady * 100.0,
         o.file_bytes as f64 / (1u64 << 30) as f64,
-        o.decision.candidate.method
     );
     for f in &o.decision.forecasts {
         println!(
-            "  {}: {:.1}% the first (cold) slot, {:.1}% once the cache has settled",
+            "  {}: {:.1}% the first slot, {:.1}% settled",
             f.method,
             f.predicted_mining_power * 100.0,
             f.predicted_steady_mining_power * 100.0
@@ -405,7 +412,7 @@ fn print_report(o: &TuneOutcome, p: &Prediction, profile: Option<&Path>) {
         None => println!("  latency: not measured (the mining path reports samples/s only)"),
     }
     println!(
-        "prediction: {:.1}% mining power per shard with {} shard(s) on this device (each needs {} samples/s)",
+        "knee method alone, cold: {:.1}% mining power per shard with {} shard(s) on this device (each needs {} samples/s)",
         p.power * 100.0,
         p.shards,
         si(p.required_per_shard)

@@ -35,6 +35,32 @@ pub struct TuneRecord<'a> {
     pub interrupted: bool,
     /// The profile written, if any.
     pub profile: Option<String>,
+    /// What `pora mine` will do with the profile written: `auto`'s forecast from the rates this
+    /// run measured (the same model and facts a session's first slot decides from). The headline;
+    /// `predictedMiningPower` above is the knee method's alone, cold.
+    pub forecast: Option<TuneForecast>,
+}
+
+/// `auto`'s forecast after a tune run: the method it starts with, the first (cold) slot and the
+/// steady state once the page cache has settled, and every candidate's figures.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TuneForecast {
+    pub method: &'static str,
+    pub first_slot_mining_power: f64,
+    pub steady_mining_power: f64,
+    pub candidates: Vec<pora_mine::steer::CandidateForecast>,
+}
+
+impl TuneForecast {
+    pub fn new(o: &pora_mine::session::FilesOutlook) -> TuneForecast {
+        TuneForecast {
+            method: o.decision.candidate.method.name(),
+            first_slot_mining_power: o.decision.predicted.next,
+            steady_mining_power: o.decision.predicted.steady,
+            candidates: o.decision.forecasts.clone(),
+        }
+    }
 }
 
 /// The fastest arm measured (the knee is the cheapest one close to it).
@@ -64,7 +90,12 @@ pub struct EsNodeFlag {
 }
 
 impl<'a> TuneRecord<'a> {
-    pub fn new(o: &'a TuneOutcome, p: &Prediction, profile: Option<&Path>) -> TuneRecord<'a> {
+    pub fn new(
+        o: &'a TuneOutcome,
+        p: &Prediction,
+        profile: Option<&Path>,
+        forecast: Option<&pora_mine::session::FilesOutlook>,
+    ) -> TuneRecord<'a> {
         let knee = o.choice.as_ref().map(|c| &c.knee);
         TuneRecord {
             method: knee.map(|k| k.arm.method.name()),
@@ -103,6 +134,7 @@ impl<'a> TuneRecord<'a> {
             spent_sec: o.sweep.spent_sec,
             interrupted: o.interrupted,
             profile: profile.map(|p| p.display().to_string()),
+            forecast: forecast.map(TuneForecast::new),
         }
     }
 }
@@ -141,7 +173,7 @@ mod tests {
             interrupted: false,
         };
         let p = Prediction::new(&outcome, 1, 2000.0);
-        let v = serde_json::to_value(TuneRecord::new(&outcome, &p, None)).unwrap();
+        let v = serde_json::to_value(TuneRecord::new(&outcome, &p, None, None)).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys,
@@ -168,7 +200,8 @@ mod tests {
                 "notes",
                 "spentSec",
                 "interrupted",
-                "profile"
+                "profile",
+                "forecast"
             ]
         );
         // Depth 8 is within 3% of depth 16's mean, so it is the knee; 16 is the best.

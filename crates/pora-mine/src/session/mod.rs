@@ -1,0 +1,313 @@
+//! A session: shards opened by path the way every front end does (the `pora` CLI, the C ABI and
+//! the service share it), mined one slot at a time.
+//!
+//! One slot's path, top to bottom ([`Session::mine_slot`]): the session takes its one-slot lock
+//! (a second caller gets [`MineError::Busy`]); each `auto` device decides its method from the page
+//! cache, the memory and what earlier slots measured, and switches between slots when another
+//! is clearly better ([`steering`], model in [`crate::steer`]); the miner mines the slot
+//! ([`crate::slot`]: backends taken from each pool's shelf, one worker thread per backend,
+//! bounded end); each device learns from what the slot achieved; the caller gets one
+//! [`MinedSlot`]: the report and the choice each device ran with.
+//!
+//! What touches the files on a slot's path runs within a budget (issue 36): facts and switches
+//! on each device's errand thread, replacements of stuck backends on each pool's; a session's
+//! drop closes its files within a bound too.
+
+mod forecast;
+mod open;
+mod options;
+mod steering;
+
+pub use crate::records::{choice_for, Choice, SteeringRecord};
+pub use forecast::{outlook, FilesOutlook};
+pub use open::{
+    available_cpus, default_knobs, default_profile_path, open_shards, read_path, DEEP_DEPTH,
+    RESIDENT_FRACTION, SYNC_COLD_THREADS,
+};
+pub use options::{OpenOptions, ProfileSource};
+
+use crate::devices;
+use crate::records::{HashRecord, SessionRecord, SlotRecord};
+use crate::{MineConfig, MineError, Miner, SlotReport, SlotRequest};
+use open::{open_device, total_file_bytes};
+use pora_core::{H256, U256};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError, TryLockError};
+use steering::{cache_room, PoolSide, SlotFacts};
+
+/// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
+/// (a profile that was found stale, say).
+pub struct Session {
+    miner: Miner,
+    /// Per pool, in the miner's order; its lock is the session's "one slot at a time", the only
+    /// one: doors do not keep their own.
+    pools: Mutex<Vec<PoolSide>>,
+    /// The pools' choices as of the last slot, readable while a slot runs (`pora_status`).
+    published: Mutex<Vec<Choice>>,
+    /// Set by [`Session::cancel`]: the running slot stops; cleared when a slot starts.
+    cancel: AtomicBool,
+    /// Whether a slot runs now, and how many have started: readable while one runs.
+    running: AtomicBool,
+    slots_started: AtomicU64,
+    notes: Vec<String>,
+    /// Bytes of every shard of the session: the page cache's room is shared by all.
+    session_bytes: u64,
+}
+
+/// One mined slot, as every door answers it: the report and the choice each device ran with.
+#[derive(Clone, Debug)]
+pub struct MinedSlot {
+    /// The session's count of the slot (0-based).
+    pub slot: u64,
+    pub report: SlotReport,
+    /// One per device, in the miner's shard order.
+    pub choices: Vec<Choice>,
+}
+
+impl MinedSlot {
+    /// The JSON record of this slot, numbered as the session counted it.
+    pub fn record(&self) -> SlotRecord {
+        self.record_numbered(self.slot)
+    }
+
+    /// The JSON record of this slot, numbered `slot` by a caller that counts its own.
+    pub fn record_numbered(&self, slot: u64) -> SlotRecord {
+        SlotRecord::new(slot, &self.report, &self.choices)
+    }
+}
+
+impl Session {
+    /// Opens `groups` (one group of data files per shard) read-only and builds the miner: the
+    /// shards are grouped by device (issue 13), and each device gets its own profile, method,
+    /// threads, depth and worker pool. The miner's shards (and so every report) come device by
+    /// device, in the order given within a device.
+    pub fn open(groups: &[Vec<PathBuf>], options: &OpenOptions) -> Result<Session, MineError> {
+        let shards = open_shards(groups, options.kv_entries_bits)?;
+        let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
+        let several = devices.len() > 1;
+        let session_bytes = total_file_bytes(&Miner::paths(&shards));
+        let room = cache_room();
+        let (mut ordered, mut pools, mut sides, mut notes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (device, members) in devices.iter().zip(devices::split(shards, &devices)) {
+            let user_files: Vec<PathBuf> = device
+                .members
+                .iter()
+                .flat_map(|&i| groups[i].iter().cloned())
+                .collect();
+            let opened = open_device(
+                &members,
+                &user_files,
+                device,
+                options,
+                room.as_ref(),
+                session_bytes,
+            )?;
+            let label = |note: String| {
+                if several {
+                    format!("{}: {note}", device.label())
+                } else {
+                    note
+                }
+            };
+            notes.extend(opened.notes.into_iter().map(label));
+            pools.push(opened.pool);
+            sides.push(opened.side);
+            ordered.extend(members);
+        }
+        // With no shard there is no choice; the miner then refuses with "no shard to mine".
+        let (threads, depth) = sides
+            .first()
+            .map_or((1, 1), |s: &PoolSide| (s.choice.threads, s.choice.depth));
+        let config = MineConfig::new(threads, depth)
+            .with_random_checks(options.random_checks)
+            .with_on_io_error(options.on_io_error)
+            .with_miner(options.miner);
+        let miner = Miner::with_pools(ordered, pools, config)?;
+        Ok(Session {
+            miner,
+            published: Mutex::new(sides.iter().map(|s| s.choice.clone()).collect()),
+            pools: Mutex::new(sides),
+            notes,
+            session_bytes,
+            cancel: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            slots_started: AtomicU64::new(0),
+        })
+    }
+
+    pub fn miner(&self) -> &Miner {
+        &self.miner
+    }
+
+    /// One choice per device, in the miner's shard order: the choice the last slot ran with
+    /// (before any slot, the opening one). Does not wait for a running slot.
+    pub fn choices(&self) -> Vec<Choice> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What was opened, one line per device: `<io> | <threads> threads x depth <depth> (<why>)`,
+    /// prefixed with the device and its shards when the shards sit on several devices.
+    pub fn opening_lines(&self) -> Vec<String> {
+        let choices = self.choices();
+        let several = choices.len() > 1;
+        choices
+            .iter()
+            .map(|c| {
+                let line = format!(
+                    "{} | {} threads x depth {} ({})",
+                    c.io, c.threads, c.depth, c.why
+                );
+                if !several {
+                    return line;
+                }
+                let shards: Vec<String> = c.shards.iter().map(u64::to_string).collect();
+                let device = c.device.as_deref().unwrap_or("unknown");
+                format!("device {device} (shards {}): {line}", shards.join(", "))
+            })
+            .collect()
+    }
+
+    /// Things the user should know about how the session was opened (one line each).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Mines one slot: decides each `auto` device's method (facts, model, switch: before the
+    /// slot's clock starts, each bounded), mines until every nonce is tried, the slot's time
+    /// passes, `stop` is set or [`Session::cancel`] is called, and learns from it. A second call
+    /// while one runs returns [`MineError::Busy`] at once.
+    pub fn mine_slot(
+        &self,
+        request: &SlotRequest,
+        stop: &AtomicBool,
+    ) -> Result<MinedSlot, MineError> {
+        self.mine_slot_until(request, &[stop])
+    }
+
+    /// [`Session::mine_slot`] stopped by whichever of `stops` is set first (the C ABI passes its
+    /// cancel token and its handle's closed flag).
+    pub fn mine_slot_until(
+        &self,
+        request: &SlotRequest,
+        stops: &[&AtomicBool],
+    ) -> Result<MinedSlot, MineError> {
+        crate::config::validate_request(request)?;
+        let mut pools = match self.pools.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
+        };
+        self.cancel.store(false, Ordering::Release);
+        let slot = self.slots_started.fetch_add(1, Ordering::AcqRel);
+        let _running = Running::start(&self.running);
+        let steered = pools.iter().any(|p| p.steering.is_some());
+        let room = if steered { cache_room() } else { None };
+        let facts = SlotFacts {
+            request,
+            random_checks: self.miner.config().random_checks,
+            room: room.as_ref(),
+            session_bytes: self.session_bytes,
+        };
+        let mut reads_before = Vec::with_capacity(pools.len());
+        for (index, side) in pools.iter_mut().enumerate() {
+            side.steer(&self.miner, index, &facts);
+            reads_before.push((side.device_reads(), self.miner.cache_reads(index)));
+        }
+        let mut all_stops = stops.to_vec();
+        all_stops.push(&self.cancel);
+        let report = self.miner.mine_slot_until(request, &all_stops)?;
+        for (index, (side, before)) in pools.iter_mut().zip(reads_before).enumerate() {
+            let cache_reads = match (before.1, self.miner.cache_reads(index)) {
+                (Some(a), Some(b)) => Some(b.since(a)),
+                _ => None,
+            };
+            side.learn(&report, request, before.0, cache_reads);
+        }
+        let choices: Vec<Choice> = pools.iter().map(|p| p.choice.clone()).collect();
+        *self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = choices.clone();
+        Ok(MinedSlot {
+            slot,
+            report,
+            choices,
+        })
+    }
+
+    /// Stops the running slot, if any: it ends within its bound with partial counts. Returns
+    /// whether one was running.
+    pub fn cancel(&self) -> bool {
+        self.cancel.store(true, Ordering::Release);
+        self.slot_running()
+    }
+
+    /// Whether a slot runs now (deciding, mining or learning).
+    pub fn slot_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// Slots started so far.
+    pub fn slots_started(&self) -> u64 {
+        self.slots_started.load(Ordering::Acquire)
+    }
+
+    /// One nonce of the shard with index `shard_idx` through the plain single-nonce path, as every
+    /// door answers it (`pora hash`, the C ABI's `pora_hash` and `pora_hash_overlay`, Go's
+    /// `Engine.Hash`, `pora_hash` of the service): with the miner address hash0 used (the
+    /// configured one, else the shard files'), whether the nonce is valid given `required`, and
+    /// the samples of `overlay`'s KVs taken from memory as a slot with that overlay reads them.
+    pub fn hash_record(
+        &self,
+        shard_idx: u64,
+        randao: &H256,
+        nonce: u64,
+        required: Option<U256>,
+        overlay: Option<&crate::Overlay>,
+    ) -> Result<HashRecord, MineError> {
+        let files_miner = self
+            .miner
+            .shards()
+            .iter()
+            .find(|s| s.geometry.shard_idx == shard_idx)
+            .map(|s| s.miner)
+            .ok_or(MineError::UnknownShard(shard_idx))?;
+        let proof = match overlay {
+            Some(overlay) => self.miner.hash_with(shard_idx, randao, nonce, overlay)?,
+            None => self.miner.hash(shard_idx, randao, nonce)?,
+        };
+        let miner = self.miner.config().miner.unwrap_or(files_miner);
+        Ok(HashRecord::new(proof, shard_idx, miner, *randao, required))
+    }
+
+    /// What was opened, as the C ABI's `pora_open` and the service's `pora_status` answer it.
+    pub fn record(&self) -> SessionRecord<'_> {
+        SessionRecord::new(
+            self.miner.shards(),
+            self.choices(),
+            self.miner.config().random_checks,
+            &self.notes,
+        )
+    }
+}
+
+/// Marks a slot as running until dropped (also when the slot panics).
+struct Running<'a>(&'a AtomicBool);
+
+impl<'a> Running<'a> {
+    fn start(flag: &'a AtomicBool) -> Running<'a> {
+        flag.store(true, Ordering::Release);
+        Running(flag)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}

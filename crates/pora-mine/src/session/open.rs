@@ -1,0 +1,394 @@
+//! Opening shards by path the way every front end does: group files into shards and shards by
+//! device, find each device's tune profile, resolve `auto` (the steering's first decision),
+//! choose threads and depth, and open one backend factory per device. This is the one place
+//! that blocks on opening files; slots never do (`crate::pool`).
+
+use super::options::{OpenOptions, ProfileSource};
+use super::steering::{cached_fraction, observe, PoolSide};
+use crate::devices::DeviceGroup;
+use crate::errand::Errands;
+use crate::profile::{self, Lookup};
+use crate::records::{Choice, SteeringRecord};
+use crate::steer::model::ReadPath;
+use crate::steer::{Candidate, Decision, Steering};
+use crate::{MineError, Miner, Pool};
+use pora_core::ShardSet;
+use pora_io::host::memory::CacheRoom;
+use pora_io::{BackendFactory, IoConfig, IoError, Method};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use crate::defaults::available_cpus;
+
+/// Reads in flight per thread for methods that batch (asynchronous ones, and synchronous ones on
+/// a shard held in memory).
+pub const DEEP_DEPTH: usize = 256;
+/// Threads of a synchronous method on a cold shard: each thread has one read in flight, so it
+/// takes many to keep a device queue busy.
+pub const SYNC_COLD_THREADS: usize = 64;
+/// Share of a shard's bytes in the page cache from which it is treated as held in memory.
+pub const RESIDENT_FRACTION: f64 = 0.9;
+
+/// One device's shards, opened: its pool for the miner, its side of the session and the notes.
+pub(crate) struct OpenedDevice {
+    pub pool: Pool,
+    pub side: PoolSide,
+    pub notes: Vec<String>,
+}
+
+/// Finds the device's profile (beside its first file), resolves the method (for `auto`, the
+/// steering's first decision), opens the factory over its shards' files and picks threads and
+/// depth.
+pub(crate) fn open_device(
+    shards: &[ShardSet],
+    user_files: &[PathBuf],
+    device: &DeviceGroup,
+    options: &OpenOptions,
+    room: Option<&CacheRoom>,
+    session_bytes: u64,
+) -> Result<OpenedDevice, MineError> {
+    let paths = Miner::paths(shards);
+    let (tuned, notes) = find_profile(user_files, &options.profile)?;
+    let bytes = total_file_bytes(&paths);
+    let mut steering = (options.io.method == Method::Auto).then(|| {
+        let profiled = path_rates(tuned.as_ref().map_or(&[][..], |t| &t.rates));
+        Steering::new(candidates(tuned.as_ref()), &profiled)
+    });
+    let samples_needed =
+        (crate::NONCES_PER_SLOT * u64::from(options.random_checks) * shards.len() as u64) as f64;
+    let observation = observe(
+        bytes,
+        cached_fraction(&paths, bytes),
+        room,
+        session_bytes,
+        samples_needed,
+        crate::SLOT_LENGTH.as_secs_f64(),
+    );
+    let (factory, why, first_decision) =
+        open_first(&paths, options, steering.as_mut(), &observation)?;
+    let method = factory.method();
+    let (threads, depth, why) = match &first_decision {
+        Some(d) if d.candidate.method == method => (
+            options.threads.unwrap_or(d.candidate.threads),
+            options.depth.unwrap_or(d.candidate.depth),
+            why,
+        ),
+        _ => knobs(method, why, tuned.as_ref(), &paths, options),
+    };
+    if let Some(st) = steering.as_mut() {
+        // Knobs the caller fixed, or a method the files forced, leave one candidate: the one
+        // opened. Otherwise the steering starts from the candidate opened.
+        let opened = Candidate {
+            method,
+            threads,
+            depth,
+            path: read_path(method),
+        };
+        if options.threads.is_some() || options.depth.is_some() || first_decision.is_none() {
+            st.pin(opened);
+        }
+    }
+    let choice = Choice {
+        method,
+        threads,
+        depth,
+        profile: tuned.filter(|t| t.method == method).map(|t| t.path),
+        why,
+        device: device.device.clone(),
+        shards: shards.iter().map(|s| s.geometry.shard_idx).collect(),
+        io: factory.describe(),
+        steering: first_decision
+            .as_ref()
+            .map(|d| SteeringRecord::new(d, room, (0.0, 0.0))),
+    };
+    let pool = Pool {
+        shards: shards.len(),
+        factory,
+        threads,
+        depth,
+    };
+    let side = PoolSide {
+        choice,
+        steering: steering.map(|st| st.restart()),
+        parked: Vec::new(),
+        device: pora_io::host::block_device::block_device_of(&paths[0]).ok(),
+        paths,
+        bytes,
+        io: options.io.clone(),
+        errands: Errands::new("pora-steering"),
+    };
+    Ok(OpenedDevice { pool, side, notes })
+}
+
+/// The first factory: for `auto` the steering's first decision, a candidate the files refuse
+/// (O_DIRECT on a file system without it) forgotten and the next best taken; else the method
+/// given. Returns it with why, and the decision that chose it.
+fn open_first(
+    paths: &[PathBuf],
+    options: &OpenOptions,
+    mut steering: Option<&mut Steering>,
+    observation: &crate::steer::Observation,
+) -> Result<(Arc<dyn BackendFactory>, String, Option<Decision>), MineError> {
+    let open = |method: Method| {
+        let io = IoConfig {
+            method,
+            ..options.io.clone()
+        };
+        pora_io::open(paths, &io).map_err(|source| MineError::Open { method, source })
+    };
+    loop {
+        let Some(st) = steering
+            .as_deref_mut()
+            .filter(|st| !st.candidates().is_empty())
+        else {
+            let method = options.io.method;
+            let why = match method {
+                Method::Auto => "auto: no candidate opens here, the documented rule".to_string(),
+                m => format!("{} {m}", pora_core::Input::Method),
+            };
+            return Ok((open(method)?, why, None));
+        };
+        let decision = st.decide(observation);
+        match open(decision.candidate.method) {
+            Ok(factory) => return Ok((factory, decision.why.clone(), Some(decision))),
+            Err(MineError::Open {
+                source: IoError::Unavailable { .. },
+                ..
+            }) if st.candidates().len() > 1 => st.forget(decision.candidate.method),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One [`ShardSet`] per group; a shard given twice is refused.
+pub fn open_shards(
+    groups: &[Vec<PathBuf>],
+    kv_entries_bits: Option<u32>,
+) -> Result<Vec<ShardSet>, MineError> {
+    let mut shards: Vec<ShardSet> = Vec::with_capacity(groups.len());
+    for (group, files) in groups.iter().enumerate() {
+        let shard = ShardSet::open(files, kv_entries_bits).map_err(|source| MineError::Shard {
+            group: group + 1,
+            source,
+        })?;
+        let shard_idx = shard.geometry.shard_idx;
+        if let Some(first) = shards
+            .iter()
+            .position(|s| s.geometry.shard_idx == shard_idx)
+        {
+            return Err(MineError::DuplicateShard {
+                first: first + 1,
+                second: group + 1,
+                shard: shard_idx,
+            });
+        }
+        shards.push(shard);
+    }
+    Ok(shards)
+}
+
+/// A profile that matches the files now, and the notes to print about what was found.
+pub(crate) struct Tuned {
+    pub path: PathBuf,
+    pub method: Method,
+    pub threads: usize,
+    pub depth: usize,
+    /// The profile's cold samples/s per method: its own first, then the sweep's best of the
+    /// others.
+    pub rates: Vec<(Method, f64)>,
+}
+
+fn find_profile(
+    files: &[PathBuf],
+    source: &ProfileSource,
+) -> Result<(Option<Tuned>, Vec<String>), MineError> {
+    let explicit = match source {
+        ProfileSource::Ignore => return Ok((None, Vec::new())),
+        ProfileSource::At(path) => Some(path.as_path()),
+        ProfileSource::BesideFirstFile => None,
+    };
+    match profile::lookup(files, explicit)? {
+        Lookup::Absent => Ok((None, Vec::new())),
+        Lookup::Stale { path, why } => Ok((
+            None,
+            vec![format!(
+                "not using profile {}: {why}; re-run `pora tune`",
+                path.display()
+            )],
+        )),
+        Lookup::Use { path, profile: p } => {
+            let note = format!(
+                "using profile {} ({}, {} threads, depth {}, tuned {})",
+                path.display(),
+                p.method,
+                p.threads,
+                p.depth,
+                p.created
+            );
+            let tuned = Tuned {
+                path,
+                method: p.method,
+                threads: p.threads,
+                depth: p.depth,
+                rates: std::iter::once((p.method, p.measured.samples_per_sec))
+                    .chain(
+                        p.measured
+                            .by_method
+                            .iter()
+                            .map(|r| (r.method, r.samples_per_sec)),
+                    )
+                    .collect(),
+            };
+            Ok((Some(tuned), vec![note]))
+        }
+    }
+}
+
+/// Share of the files' bytes in the page cache, when the OS tells: mincore over a fixed sample of
+/// windows, so the check costs the same for a 1 GiB and a 1 TiB shard.
+fn resident_percent(paths: &[PathBuf]) -> Option<f64> {
+    let (mut cached, mut total) = (0u64, 0u64);
+    for path in paths {
+        let r = pora_io::host::page_cache::residency_sampled(path).ok()?;
+        cached += r.cached_bytes;
+        total += r.file_bytes;
+    }
+    (total > 0).then(|| cached as f64 * 100.0 / total as f64)
+}
+
+/// Threads and depth: explicit values win, then the profile's (for its own method), then the
+/// method's defaults for a resident or a cold shard.
+fn knobs(
+    method: Method,
+    why: String,
+    tuned: Option<&Tuned>,
+    paths: &[PathBuf],
+    options: &OpenOptions,
+) -> (usize, usize, String) {
+    let (threads, depth, why) = match tuned {
+        Some(t) if t.method == method => (t.threads, t.depth, why),
+        _ => {
+            // O_DIRECT reads bypass the page cache: residency says nothing about them; and with
+            // both knobs given it would not change anything.
+            let both_given = options.threads.is_some() && options.depth.is_some();
+            let capabilities = method.capabilities();
+            let resident = capabilities.completes_inline
+                && !capabilities.bypasses_page_cache
+                && !both_given
+                && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
+            let (t, d) = default_knobs(method, resident);
+            let shape = if !capabilities.completes_inline {
+                "asynchronous: few threads, deep queues"
+            } else if resident {
+                "synchronous on a shard in memory: few threads, deep batches"
+            } else {
+                "synchronous on a cold shard: many threads, one read each"
+            };
+            (t, d, format!("{why}; {shape}"))
+        }
+    };
+    (
+        options.threads.unwrap_or(threads),
+        options.depth.unwrap_or(depth),
+        why,
+    )
+}
+
+/// The default (threads, depth) of a concrete method.
+pub fn default_knobs(method: Method, resident: bool) -> (usize, usize) {
+    let cpus = available_cpus();
+    if method.capabilities().completes_inline && !resident {
+        (cpus.max(SYNC_COLD_THREADS), 1)
+    } else {
+        (cpus, DEEP_DEPTH)
+    }
+}
+
+/// The path of the profile `pora tune` writes for `first_file`.
+pub fn default_profile_path(first_file: &Path) -> PathBuf {
+    profile::default_path(first_file)
+}
+
+pub(crate) fn total_file_bytes(paths: &[PathBuf]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Per read path the first rate `rates` gives for one of its methods.
+pub(crate) fn path_rates(rates: &[(Method, f64)]) -> Vec<(ReadPath, f64)> {
+    rates.iter().map(|&(m, r)| (read_path(m), r)).collect()
+}
+
+/// The read path a method takes.
+pub fn read_path(method: Method) -> ReadPath {
+    if method == Method::Mmap {
+        ReadPath::Mapped
+    } else if method.is_unbuffered() {
+        ReadPath::Direct
+    } else {
+        ReadPath::Buffered
+    }
+}
+
+/// The methods `auto` chooses among here: a buffered one, a direct one and (on Unix) a map,
+/// each the best this platform has; a profile's method replaces the platform's default of its
+/// path, with the profile's knobs.
+pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
+    let first_available =
+        |methods: &[Method]| methods.iter().copied().find(|m| m.availability().is_ok());
+    // A map only where a failing disk's fault under it fails the read instead of ending the
+    // process: Unix contains SIGBUS, Windows x86_64 the in-page error (docs/io-methods.md).
+    let maps: &[Method] = if pora_io::mapped_faults_contained() {
+        &[Method::Mmap]
+    } else {
+        &[]
+    };
+    let defaults = [
+        first_available(&[Method::Uring, Method::Iocp, Method::Pread]),
+        first_available(&[Method::UringDirect, Method::IocpUnbuffered, Method::Direct]),
+        first_available(maps),
+    ];
+    defaults
+        .into_iter()
+        .flatten()
+        .map(|method| {
+            let path = read_path(method);
+            match tuned.filter(|t| read_path(t.method) == path) {
+                Some(t) => Candidate {
+                    method: t.method,
+                    threads: t.threads,
+                    depth: t.depth,
+                    path,
+                },
+                None => {
+                    let (threads, depth) = default_knobs(method, path == ReadPath::Mapped);
+                    Candidate {
+                        method,
+                        threads,
+                        depth,
+                        path,
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `auto` weighs a buffered path, a direct one and a map wherever a failing disk under the
+    /// map fails a read instead of ending the process: Unix (SIGBUS) and Windows x86_64 (the
+    /// in-page error).
+    #[test]
+    fn auto_weighs_a_map_where_its_faults_are_contained() {
+        let paths: Vec<ReadPath> = candidates(None).iter().map(|c| c.path).collect();
+        assert!(paths.contains(&ReadPath::Buffered), "{paths:?}");
+        let contained = cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"));
+        assert_eq!(paths.contains(&ReadPath::Mapped), contained, "{paths:?}");
+    }
+}

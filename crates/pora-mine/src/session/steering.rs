@@ -1,0 +1,283 @@
+//! One device's side of a session: what it reads with now and, for `auto`, the steering that
+//! decides again before every slot and learns after it (issue 28, [`crate::steer`] holds the
+//! model).
+//!
+//! The facts a decision needs (how much of the shard the page cache holds) and the backends a
+//! switch opens touch the shard's files, and on a stalled device that waits as long as its
+//! slowest read (issue 36). They run on this device's errand thread within a budget: a fact that
+//! does not come in time is decided without (the model's own estimate), a switch that cannot
+//! open in time is not made this slot.
+
+use super::open::available_cpus;
+use crate::errand::Errands;
+use crate::records::{Choice, SteeringRecord};
+use crate::steer::{Candidate, Observation, SlotOutcome, Steering};
+use crate::{MineError, Miner, PoolIo, SlotReport, SlotRequest};
+use pora_io::host::block_device::BlockDevice;
+use pora_io::host::memory::CacheRoom;
+use pora_io::{CacheReads, IoConfig};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Longest wait for the page cache's answer about a device's shards before a decision is made
+/// without it. Sampled `cachestat` costs 0.1-5 ms on a healthy device.
+const FACTS_WAIT: Duration = Duration::from_millis(250);
+/// Longest wait for a switch's backends to open before the slot stays on the current ones.
+const SWITCH_WAIT: Duration = Duration::from_millis(500);
+
+/// One device pool's side of the session: what it reads with now, and for `auto` the
+/// steering and the backends it switched away from.
+pub(crate) struct PoolSide {
+    pub choice: Choice,
+    pub steering: Option<Steering>,
+    pub parked: Vec<PoolIo>,
+    pub paths: Vec<PathBuf>,
+    pub bytes: u64,
+    pub io: IoConfig,
+    pub device: Option<BlockDevice>,
+    /// Facts and switches that touch the files, off the caller's thread.
+    pub errands: Errands,
+}
+
+/// What a slot of the whole session asks of each device's decision.
+pub(crate) struct SlotFacts<'a> {
+    pub request: &'a SlotRequest,
+    pub random_checks: u32,
+    pub room: Option<&'a CacheRoom>,
+    /// Bytes of every shard of the session: the page cache's room is shared by all.
+    pub session_bytes: u64,
+}
+
+impl PoolSide {
+    /// Decides this pool's method for the slot and switches pool `index` of `miner` to it.
+    pub fn steer(&mut self, miner: &Miner, index: usize, facts: &SlotFacts<'_>) {
+        let Some(steering) = self.steering.as_mut() else {
+            return;
+        };
+        let started = Instant::now();
+        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
+        let request = facts.request;
+        let observation = observe(
+            self.bytes,
+            cached,
+            facts.room,
+            facts.session_bytes,
+            (request.nonces.end - request.nonces.start) as f64
+                * f64::from(facts.random_checks)
+                * self.choice.shards.len() as f64,
+            request.slot_length.as_secs_f64(),
+        );
+        let previous = steering.current();
+        let mut decision = steering.decide(&observation);
+        let decided = started.elapsed();
+        let mut switched_from = None;
+        if decision.candidate != previous {
+            match self.switch(miner, index, decision.candidate) {
+                Ok(io) => {
+                    self.choice.io = io;
+                    switched_from = Some(previous.method);
+                }
+                Err(refused) => {
+                    // The candidate cannot open here (O_DIRECT refused by the file system, a
+                    // ring the kernel will not make, a device too slow to open in time):
+                    // stay.
+                    let steering = self.steering.as_mut().expect("steered pool");
+                    if refused.permanent {
+                        steering.forget(decision.candidate.method);
+                    }
+                    decision.why = format!(
+                        "{}; {} {} ({}), staying on {}",
+                        decision.why,
+                        decision.candidate.method,
+                        if refused.permanent {
+                            "cannot open here"
+                        } else {
+                            "did not open in time"
+                        },
+                        refused.why,
+                        previous.method
+                    );
+                    decision.candidate = previous;
+                }
+            }
+        }
+        let steering = self.steering.as_ref().expect("steered pool");
+        let (slots, switches, explorations) = steering.counts();
+        let c = decision.candidate;
+        (self.choice.method, self.choice.threads, self.choice.depth) =
+            (c.method, c.threads, c.depth);
+        self.choice.why = decision.why.clone();
+        let timing = (
+            decided.as_secs_f64() * 1e3,
+            (started.elapsed() - decided).as_secs_f64() * 1e3,
+        );
+        let mut record = SteeringRecord::new(&decision, facts.room, timing);
+        record.slot = slots - 1;
+        record.cached_fraction_measured = cached.is_some();
+        record.switched_from = switched_from;
+        (record.switches, record.exploring_slots) = (switches, explorations);
+        self.choice.steering = Some(record);
+    }
+
+    /// Switches pool `index` to `to`: a backend set kept from earlier, else one opened on the
+    /// errand thread within [`SWITCH_WAIT`]. Returns the new factory's description.
+    fn switch(&mut self, miner: &Miner, index: usize, to: Candidate) -> Result<String, Refused> {
+        let kept = self.parked.iter().position(|p| {
+            p.method() == to.method && p.threads == to.threads && p.depth == to.depth
+        });
+        let io = match kept {
+            Some(i) => self.parked.swap_remove(i),
+            None => self.open_candidate(to)?,
+        };
+        let describe = io.factory.describe();
+        match miner.swap_io(index, io) {
+            Ok(old) => {
+                self.parked.push(old);
+                Ok(describe)
+            }
+            Err(e) => Err(Refused {
+                why: e.to_string(),
+                permanent: false,
+            }),
+        }
+    }
+
+    fn open_candidate(&self, to: Candidate) -> Result<PoolIo, Refused> {
+        let config = IoConfig {
+            method: to.method,
+            ..self.io.clone()
+        };
+        let paths = self.paths.clone();
+        let opened = self.errands.ask(SWITCH_WAIT, move || {
+            let factory = pora_io::open(&paths, &config).map_err(|source| MineError::Open {
+                method: to.method,
+                source,
+            })?;
+            PoolIo::open(factory, to.threads, to.depth)
+        });
+        match opened {
+            Some(Ok(io)) => Ok(io),
+            Some(Err(e)) => Err(Refused {
+                why: e.to_string(),
+                permanent: true,
+            }),
+            None => Err(Refused {
+                why: format!(
+                    "opening its backends took over {} ms, or the device is still busy with an earlier errand",
+                    SWITCH_WAIT.as_millis()
+                ),
+                permanent: false,
+            }),
+        }
+    }
+
+    /// After a slot: what the pool's slot achieved, for the model, and the measured hit ratio
+    /// into the record. `reads_before` is the device's read counter before the slot;
+    /// `cache_reads` what the pool's backends classified during it (Windows).
+    pub fn learn(
+        &mut self,
+        report: &SlotReport,
+        request: &SlotRequest,
+        reads_before: Option<u64>,
+        cache_reads: Option<CacheReads>,
+    ) {
+        if self.steering.is_none() {
+            return;
+        }
+        let mine: Vec<_> = report
+            .shards
+            .iter()
+            .filter(|s| self.choice.shards.contains(&s.shard))
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        let samples_from_files: u64 = mine
+            .iter()
+            .map(|s| s.samples_read.saturating_sub(s.samples_from_overlay))
+            .sum();
+        let mining_power = mine.iter().map(|s| s.mining_power).sum::<f64>() / mine.len() as f64;
+        let slot_sec = request.slot_length.as_secs_f64();
+        let device_reads = match (reads_before, self.device_reads()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        let outcome = SlotOutcome {
+            samples_from_files,
+            elapsed_sec: report.elapsed_sec,
+            mining_power,
+            read_limited: !report.interrupted
+                && mining_power < 0.98
+                && report.elapsed_sec >= 0.5 * slot_sec,
+            device_reads,
+            cache_hit_ratio: cache_reads.and_then(CacheReads::hit_ratio),
+            cached_fraction_end: bounded_cached_fraction(&self.errands, &self.paths, self.bytes),
+            cpus: available_cpus() as f64,
+        };
+        let Some(steering) = self.steering.as_mut() else {
+            return;
+        };
+        let hit_ratio = steering.learn(&outcome);
+        if let Some(record) = self.choice.steering.as_mut() {
+            record.hit_ratio = hit_ratio;
+        }
+    }
+
+    /// The completed-read counter of the pool's device, where the OS keeps one (sysfs: never
+    /// the shard's file system).
+    pub fn device_reads(&self) -> Option<u64> {
+        self.device.as_ref()?.reads_completed().ok()
+    }
+}
+
+/// Why a switch was not made.
+struct Refused {
+    why: String,
+    /// The method cannot open here at all (forget it), rather than not in time.
+    permanent: bool,
+}
+
+/// What `auto` decides from: the pool's bytes and cached share, the session's room in the page
+/// cache, and what the slot asks. The one place an [`Observation`] is made.
+pub(crate) fn observe(
+    pool_bytes: u64,
+    cached_fraction: Option<f64>,
+    room: Option<&CacheRoom>,
+    session_bytes: u64,
+    samples_needed: f64,
+    slot_sec: f64,
+) -> Observation {
+    Observation {
+        pool_bytes,
+        cached_fraction,
+        cacheable_fraction: room.map(|r| r.room_bytes as f64 / session_bytes.max(1) as f64),
+        samples_needed,
+        slot_sec,
+        cpus: available_cpus() as f64,
+    }
+}
+
+/// Share of `bytes` (the files of `paths`) in the page cache now
+/// ([`pora_io::host::page_cache::residency_now`]); `None` where the OS does not tell.
+pub(crate) fn cached_fraction(paths: &[PathBuf], bytes: u64) -> Option<f64> {
+    let cached = paths.iter().try_fold(0u64, |sum, p| {
+        pora_io::host::page_cache::residency_now(p)
+            .ok()
+            .map(|r| sum + r.cached_bytes)
+    })?;
+    Some(cached as f64 / bytes.max(1) as f64)
+}
+
+/// [`cached_fraction`] asked on `errands` within [`FACTS_WAIT`]: `None` when the files do not
+/// answer in time.
+fn bounded_cached_fraction(errands: &Errands, paths: &[PathBuf], bytes: u64) -> Option<f64> {
+    let paths = paths.to_vec();
+    errands
+        .ask(FACTS_WAIT, move || cached_fraction(&paths, bytes))
+        .flatten()
+}
+
+/// The memory the page cache can grow into, where the OS tells.
+pub(crate) fn cache_room() -> Option<CacheRoom> {
+    pora_io::host::memory::cache_room_here().ok()
+}

@@ -213,6 +213,8 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     vanished: AtomicBool,
+    /// Set by the first thread that detaches the vanished disk's mount.
+    detaching: AtomicBool,
     /// Set once a vanished disk's mount is detached and its connection aborted.
     detached: AtomicBool,
     shutting_down: AtomicBool,
@@ -259,6 +261,11 @@ impl Shared {
         let same_text = text == state.text;
         match Rules::parse(&text) {
             Ok(rules) => {
+                if rules.vanish {
+                    // Before anyone waiting sees the new rules: a hold that the `vanish` file
+                    // no longer has must release its read with ENXIO, not with data.
+                    self.vanished.store(true, Ordering::SeqCst);
+                }
                 state.rules = rules;
                 state.generation += 1;
                 self.changed.notify_all();
@@ -290,10 +297,11 @@ impl Shared {
     /// detached and the connection aborted (open descriptors then fail with ENOTCONN, and a
     /// request still in the server's hands fails with ECONNABORTED).
     fn vanish(&self) {
-        if self.vanished.swap(true, Ordering::SeqCst) {
+        self.vanished.store(true, Ordering::SeqCst);
+        self.changed.notify_all();
+        if self.detaching.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.changed.notify_all();
         detach(&self.mountpoint, self.connection.load(Ordering::SeqCst));
         self.detached.store(true, Ordering::SeqCst);
     }
@@ -775,6 +783,7 @@ impl FaultMount {
             }),
             changed: Condvar::new(),
             vanished: AtomicBool::new(false),
+            detaching: AtomicBool::new(false),
             detached: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             counters: Counters::default(),

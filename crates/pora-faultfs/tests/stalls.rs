@@ -9,11 +9,20 @@ mod common;
 use common::*;
 use pora_faultfs::MountOptions;
 use std::fs::File;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// One test at a time: the 256-read test counts this process's threads, which another test's
+/// mount and readers would change.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[test]
 fn a_stalled_open_waits_and_then_succeeds() {
+    let _serial = serial();
     let Some((_dir, m)) = mounted("a_stalled_open") else {
         return;
     };
@@ -71,6 +80,7 @@ fn a_stalled_open_waits_and_then_succeeds() {
 /// server answers the same third read at once.
 #[test]
 fn two_held_reads_on_two_inline_server_threads_block_a_third_read_and_a_getattr() {
+    let _serial = serial();
     let options = MountOptions {
         server_threads: 2,
         answer_inline: true,
@@ -163,6 +173,7 @@ fn two_held_reads_on_two_inline_server_threads_block_a_third_read_and_a_getattr(
 
 #[test]
 fn two_hundred_fifty_six_held_reads_are_counted_and_released_without_a_thread_each() {
+    let _serial = serial();
     let Some((_dir, m)) = mounted("256 held reads") else {
         return;
     };
@@ -209,37 +220,49 @@ fn threads() -> usize {
 
 #[test]
 fn rules_rewritten_in_place_take_effect_and_release_held_reads() {
+    let _serial = serial();
     let Some((dir, m)) = mounted("rules rewritten in place") else {
         return;
     };
     let want = content();
     let control = dir.path().join("rules");
     // Same file, same size, possibly the same timestamp tick: only the text says it changed.
-    std::fs::write(&control, "hold 0 4096\n").unwrap();
+    // (Written over in place, never truncated: an empty file in between would be "no rules".)
+    rewrite_in_place(&control, "hold 0 4096\n");
     let loaded = m.wait_for(|c| c.rules_loaded >= 2, PATIENCE).unwrap();
     let path = m.path().to_path_buf();
     let reader = std::thread::spawn(move || pread(&File::open(path).unwrap(), 10, 32).unwrap());
     m.wait_for(|c| c.held_now == 1, PATIENCE).unwrap();
-    std::fs::write(&control, "hold 0 8192\n").unwrap();
+    rewrite_in_place(&control, "hold 0 8192\n");
     m.wait_for(|c| c.rules_loaded > loaded.rules_loaded, PATIENCE)
         .unwrap();
     assert!(!reader.is_finished(), "still covered by the new hold");
-    std::fs::write(&control, "eio  8192 end\n").unwrap();
+    rewrite_in_place(&control, "eio  8192 end\n");
     assert_eq!(reader.join().unwrap(), want[10..42]);
     let f = File::open(m.path()).unwrap();
     let e = pread(&f, 9000, 32).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
-    // A bad file keeps the rules in force.
-    std::fs::write(&control, "fry 0 1\n").unwrap();
-    std::fs::write(&control, "eio  8192 end\nbad\n").unwrap();
+    // A bad file keeps the rules in force (each replaced whole, by a rename, so that no
+    // half-written file is read; the next read sees the new file's identity).
+    for bad in ["fry 0 1\n", "eio  8192 end\nbad\n"] {
+        let tmp = dir.path().join("rules.tmp");
+        std::fs::write(&tmp, bad).unwrap();
+        std::fs::rename(&tmp, &control).unwrap();
+        let e = pread(&f, 9000, 32).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "after {bad:?}: {e}");
+    }
     assert!(
         m.set_rules("bad").is_err(),
         "set_rules refuses a bad schedule"
     );
-    assert_eq!(
-        pread(&f, 9000, 32).unwrap_err().raw_os_error(),
-        Some(libc::EIO)
-    );
+}
+
+/// Writes `text` over the start of `path` (no truncation first), then cuts what is left after.
+fn rewrite_in_place(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(text.as_bytes(), 0).unwrap();
+    f.set_len(text.len() as u64).unwrap();
 }
 
 /// With the page cache on, a page read once is not asked for again (the kernel keeps it): it is
@@ -247,6 +270,7 @@ fn rules_rewritten_in_place_take_effect_and_release_held_reads() {
 /// reaches the server and is held.
 #[test]
 fn the_page_cache_option_keeps_pages_in_the_kernel() {
+    let _serial = serial();
     let options = MountOptions {
         page_cache: true,
         ..MountOptions::default()

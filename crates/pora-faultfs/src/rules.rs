@@ -9,12 +9,23 @@
 //! delay START END MS         # ... are answered after MS milliseconds
 //! tail  START END MS         # ... after a heavy-tailed delay: Pareto, alpha 1.5, median MS
 //! hold  START END            # ... wait until the rule is removed (or the disk vanishes)
+//! stall MS                   # the whole mount pauses: every request (lookup, getattr, open,
+//!                            #   read, flush, release, statfs, ...) arriving while this line is
+//!                            #   in force is served MS milliseconds after it arrived
+//! freeze                     # every request waits until this line is removed (or the disk
+//!                            #   vanishes): a disk that stopped answering
 //! vanish                     # the disk is unplugged: reads fail with ENXIO, the mount goes away
 //! ```
 //!
-//! Offsets are bytes of the file (decimal, or hex with `0x`); `END` may be `end`. A rule may end
-//! with `p=F` (0 < F <= 1): it applies to that fraction of the matching reads, at random. The
-//! first matching rule wins.
+//! Offsets are bytes of the file (decimal, or hex with `0x`); `END` may be `end`. A range rule may
+//! end with `p=F` (0 < F <= 1): it applies to that fraction of the matching reads, at random. The
+//! first matching range rule wins. At most one `stall` or `freeze` line: a stall is the state of
+//! the whole file system, not of a range, so two would contradict each other.
+//!
+//! A stalled request is served by the rules in force when its stall ends: a read stalled behind
+//! `stall`/`freeze` may then meet a `hold` or `delay` of its range. A `stall MS` already begun is
+//! not shortened by removing the line (as a `delay` is not); a `freeze` ends when its line goes.
+//! A stall that starts or ends at a chosen moment is a test rewriting the file at that moment.
 
 use std::fmt;
 use std::ops::Range;
@@ -45,12 +56,23 @@ pub struct Rule {
     pub probability: f64,
 }
 
+/// The whole file system pausing (every request, not a byte range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// Each request waits this long from its arrival.
+    For(Duration),
+    /// Each request waits until the `freeze` line is removed.
+    Freeze,
+}
+
 /// A parsed schedule.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rules {
     pub rules: Vec<Rule>,
     /// The disk is gone.
     pub vanish: bool,
+    /// The file system pauses every request (`stall MS` or `freeze`).
+    pub stall: Option<Stall>,
 }
 
 /// A line that is not a rule, with its 1-based number.
@@ -72,6 +94,8 @@ impl Rules {
     /// Parses a schedule; the whole text is refused at its first bad line.
     pub fn parse(text: &str) -> Result<Rules, RuleError> {
         let mut rules = Rules::default();
+        // The line of the `stall`/`freeze` seen so far, to name it when a second one comes.
+        let mut stall_line = 0;
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -80,6 +104,7 @@ impl Rules {
             let err = |why: String| RuleError { line: i + 1, why };
             let mut words: Vec<&str> = line.split_whitespace().collect();
             let mut probability = 1.0;
+            let mut has_probability = false;
             if let Some(last) = words.last() {
                 if let Some(p) = last.strip_prefix("p=") {
                     probability = p
@@ -88,15 +113,52 @@ impl Rules {
                         .filter(|p| *p > 0.0 && *p <= 1.0)
                         .ok_or_else(|| err(format!("p={p}: not a fraction in (0, 1]")))?;
                     words.pop();
+                    has_probability = true;
                 }
             }
-            let kind = words[0];
-            if kind == "vanish" {
-                if words.len() != 1 {
-                    return Err(err("vanish takes no arguments".into()));
+            let Some(&kind) = words.first() else {
+                return Err(err("p= with no rule before it".into()));
+            };
+            let ranged = matches!(kind, "eio" | "short" | "hold" | "delay" | "tail");
+            if !ranged && has_probability {
+                // The probability is a draw per read of a range; a whole-disk state has none.
+                return Err(err(format!("{kind}: p= applies to range rules only")));
+            }
+            match kind {
+                "vanish" => {
+                    if words.len() != 1 {
+                        return Err(err("vanish takes no arguments".into()));
+                    }
+                    rules.vanish = true;
+                    continue;
                 }
-                rules.vanish = true;
-                continue;
+                "stall" | "freeze" => {
+                    let want = if kind == "stall" { 2 } else { 1 };
+                    if words.len() != want {
+                        return Err(err(format!(
+                            "{kind} takes {} argument{}, got {}",
+                            want - 1,
+                            if want == 2 { "" } else { "s" },
+                            words.len() - 1
+                        )));
+                    }
+                    if stall_line != 0 {
+                        return Err(err(format!(
+                            "a second stall/freeze (line {stall_line} already stalls the file system)"
+                        )));
+                    }
+                    stall_line = i + 1;
+                    rules.stall = Some(if kind == "freeze" {
+                        Stall::Freeze
+                    } else {
+                        let ms = words[1]
+                            .parse::<u64>()
+                            .map_err(|_| err(format!("{:?}: not milliseconds", words[1])))?;
+                        Stall::For(Duration::from_millis(ms))
+                    });
+                    continue;
+                }
+                _ => {}
             }
             let want = match kind {
                 "eio" | "short" | "hold" => 3,
@@ -144,6 +206,11 @@ impl Rules {
         self.rules
             .iter()
             .find(|r| r.range.start < end && offset < r.range.end && draw < r.probability)
+    }
+
+    /// Whether the file system is frozen (requests wait until the `freeze` line goes).
+    pub fn frozen(&self) -> bool {
+        !self.vanish && self.stall == Some(Stall::Freeze)
     }
 
     /// Whether a held read at `offset` (of `len` bytes) must go on waiting.
@@ -247,6 +314,42 @@ mod tests {
             .unwrap()
             .still_held(100, 32));
         assert!(!Rules::default().still_held(100, 32));
+    }
+
+    #[test]
+    fn stall_and_freeze_parse_once_and_without_a_probability() {
+        let stalled = Rules::parse("stall 250\neio 0 10").unwrap();
+        assert_eq!(stalled.stall, Some(Stall::For(Duration::from_millis(250))));
+        assert!(!stalled.frozen());
+        assert_eq!(stalled.rules.len(), 1);
+        let frozen = Rules::parse("# the disk stops\nfreeze").unwrap();
+        assert_eq!(frozen.stall, Some(Stall::Freeze));
+        assert!(frozen.frozen());
+        assert!(!Rules::parse("freeze\nvanish").unwrap().frozen());
+        assert_eq!(Rules::default().stall, None);
+        let e = Rules::parse("stall 10\nfreeze").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.why.contains("line 1 already stalls"), "{e}");
+        let e = Rules::parse("eio 0 1\nstall").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.why.contains("stall takes 1 argument, got 0"), "{e}");
+        assert!(Rules::parse("freeze 10")
+            .unwrap_err()
+            .why
+            .contains("freeze takes 0 arguments"));
+        assert!(Rules::parse("stall soon")
+            .unwrap_err()
+            .why
+            .contains("not milliseconds"));
+        assert!(Rules::parse("stall 10 p=0.5")
+            .unwrap_err()
+            .why
+            .contains("range rules only"));
+        assert!(Rules::parse("p=0.5").unwrap_err().why.contains("no rule"));
+        assert!(Rules::parse("vanish p=0.5")
+            .unwrap_err()
+            .why
+            .contains("range rules only"));
     }
 
     #[test]

@@ -180,25 +180,36 @@ fn mine_args<'a>(
     args
 }
 
-/// Waits until the child printed `n` lines on stdout (or `limit` passed).
+/// Waits until the child printed `n` lines on stdout; fails the test after `limit`.
 fn wait_for_lines(out: &Path, n: usize, limit: Duration) {
     let until = Instant::now() + limit;
-    while Instant::now() < until {
+    loop {
         let text = std::fs::read_to_string(out).unwrap_or_default();
         if text.lines().filter(|l| !l.trim().is_empty()).count() >= n {
             return;
         }
+        assert!(
+            Instant::now() < until,
+            "{}: fewer than {n} lines after {limit:?}: {text}",
+            out.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
-/// Waits until the file system answered `more` reads beyond what it had answered so far.
+/// Waits until the file system received `more` reads beyond those it had so far; fails the
+/// test after `limit`.
 fn wait_for_reads(m: &FaultMount, more: u64, limit: Duration) {
     let base = m.counts().reads;
-    let until = Instant::now() + limit;
-    while m.counts().reads < base + more && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    m.wait_for(|c| c.reads >= base + more, limit)
+        .unwrap_or_else(|e| panic!("waiting for {more} reads: {e}"));
+}
+
+/// Waits until the file system holds at least one read (a `hold` rule met); fails the test
+/// after `limit`.
+fn wait_for_a_held_read(m: &FaultMount, limit: Duration) {
+    m.wait_for(|c| c.held_now >= 1, limit)
+        .unwrap_or_else(|e| panic!("waiting for a held read: {e}"));
 }
 
 /// One cell of the table.
@@ -445,7 +456,8 @@ fn serve_stays_up_and_answers_through_hung_and_failing_reads() {
     let t = Instant::now();
     let faulted = std::thread::scope(|scope| {
         let mining = scope.spawn(|| call("pora_mineSlot", slot.clone()));
-        std::thread::sleep(Duration::from_millis(300));
+        // The slot's reads are past the held KV: a read is stuck in the file system.
+        wait_for_a_held_read(&fs, Duration::from_secs(20));
         let health = agent
             .get(format!("http://{addr}/healthz"))
             .call()
@@ -505,7 +517,7 @@ fn serve_stays_up_and_answers_through_hung_and_failing_reads() {
                 .send(body.to_string());
         }
     });
-    wait_for_reads(&fs, 50, Duration::from_secs(5));
+    wait_for_a_held_read(&fs, Duration::from_secs(20));
     let since = Instant::now();
     served.signal(libc::SIGTERM);
     // pora's part of exiting: every thread of its own has ended and the process is a zombie. A

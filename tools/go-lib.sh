@@ -136,13 +136,19 @@ for target in "${targets[@]}"; do
     [ -d "$SYSROOT/lib/rustlib/$target/lib" ] || fail "Rust target $target is not installed (rustup target add $target)"
     out="$ROOT/bindings/go/lib/$dir"
     [ "$sim" -eq 0 ] || out="$ROOT/bindings/go/lib/sim/$dir"
+    # ELF objects assembled from .S files without a .note.GNU-stack section (keccak-asm's
+    # CRYPTOGAMS keccak1600-x86_64) would make the linker give the consumer's whole program an
+    # executable stack; the assembler marks them non-executable instead, so the library asks no
+    # link flag of the program that links it (bindings/go/link.go).
+    target_cflags="$cflags"
+    case "$target" in *-linux-*) target_cflags="$cflags -Wa,--noexecstack" ;; esac
     echo "go-lib.sh: ${build[*]} --release --locked --target $target ${features[*]}" >&2
     env CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_TARGET_DIR="$TARGET_DIR" \
         CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
         CC_aarch64_unknown_linux_gnu="${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}" \
         CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}" \
         CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}" \
-        CFLAGS="$cflags" \
+        CFLAGS="$target_cflags" \
         "${build[@]}" --release --locked --target "$target" "${features[@]}" \
         || fail "${build[*]} --target $target failed"
     built="$TARGET_DIR/$target/release/libpora_ffi.a"
@@ -153,6 +159,11 @@ for target in "${targets[@]}"; do
         1:*) fail "binutils' objcopy cannot strip the $target archive: run 'rustup component add llvm-tools'" ;;
     esac
     "$OBJCOPY" "${STRIP_ARGS[@]}" "$built" "$out/libpora_ffi.a.tmp" || fail "$OBJCOPY --strip-debug $built failed"
+    if [[ "$target" == *-linux-* ]] && command -v readelf >/dev/null; then
+        # Every object must say its stack is not executable (see target_cflags above).
+        execstack="$(readelf -SW "$out/libpora_ffi.a.tmp" | awk '/^File: /{if (f && !n) print f; f=$2; n=0} /\.note\.GNU-stack/{n=1} END{if (f && !n) print f}')"
+        [ -z "$execstack" ] || fail "objects without a .note.GNU-stack section would make a program's stack executable: $execstack"
+    fi
     mv "$out/libpora_ffi.a.tmp" "$out/libpora_ffi.a"
     echo "go-lib.sh: $out/libpora_ffi.a ($(stat -c %s "$out/libpora_ffi.a") bytes; unstripped $(stat -c %s "$built"))" >&2
 done

@@ -134,6 +134,10 @@ func TestThreadsAndEngineLifetime(t *testing.T) {
 	if _, err := m.MineTask(task); err != esnode.ErrClosed {
 		t.Fatalf("a task after Close: %v, want ErrClosed", err)
 	}
+	var none *esnode.Miner[common.Hash] // the hook's worker without pora closes it too
+	if err := none.Close(); err != nil {
+		t.Fatalf("Close of a nil adapter: %v", err)
+	}
 }
 
 // Once the worker stops, a task with no valid nonce and a long slot returns at once.

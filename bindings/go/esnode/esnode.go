@@ -246,8 +246,12 @@ func checkOpened(s *porago.Shards, shard uint64, cfg Config) error {
 }
 
 // Close closes every engine; later tasks return ErrClosed. es-node calls it when its worker
-// closes (after every task loop returned).
+// closes (after every task loop returned). A nil *Miner (pora not enabled) closes nothing, so
+// the caller needs no check.
 func (m *Miner[H]) Close() error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true

@@ -69,9 +69,7 @@ func (w *worker) isRunning() bool { return atomic.LoadInt32(&w.running) == 1 }
 // close runs when the miner closes, after every task loop returned.
 func (w *worker) close() {
 	// pora hook begin: miner/worker.go, close
-	if w.pora != nil {
-		w.pora.Close()
-	}
+	w.pora.Close() // nil when pora is not enabled: closes nothing
 	// pora hook end
 }
 

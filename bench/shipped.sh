@@ -35,7 +35,7 @@
 # unpacked module with only that library replaced) that joins the hot and cold phases.
 # LOCK_FILE=PATH (optional, for a machine shared with others who build): after every build and
 # before the first measurement, waits while PATH exists (someone else's benchmark), creates it,
-# waits up to 10 minutes until no rustc, cc1, ld or `go build` runs and the 1-minute load average
+# waits up to QUIET_WAIT seconds (default 600) until no rustc, cc1, ld or `go build` runs and the 1-minute load average
 # stays below QUIET_LOAD (default 0.5) for 20 s, measures, and removes PATH on exit. The load seen
 # is printed and kept in OUT/load.txt.
 # Prints each run, each round's ratio shipped / checkout, and per phase and binary the median and
@@ -43,7 +43,7 @@
 # temp folder). Run it on a quiet machine (nothing compiling).
 #
 # usage: bench/shipped.sh [DIST_DIR]
-# env:   ALT_LIB=FILE LOCK_FILE=PATH QUIET_LOAD=0.5 PAIRS=4 PHASES="hot cold wine" SLOT=5 COLD_SLOT=12 HOT_DIR=/dev/shm/pora-shipped
+# env:   ALT_LIB=FILE LOCK_FILE=PATH QUIET_LOAD=0.5 QUIET_WAIT=600 PAIRS=4 PHASES="hot cold wine" SLOT=5 COLD_SLOT=12 HOT_DIR=/dev/shm/pora-shipped
 #        COLD_SHARD=/tmp/pora-bench/shard0-8g.dat EVICT=fadvise OUT=DIR
 # Smoke test: PAIRS=1 SLOT=1 COLD_SLOT=1 COLD_SHARD=/tmp/x/small.dat KV_ENTRIES_BITS=6 bench/shipped.sh
 set -euo pipefail
@@ -225,7 +225,11 @@ phase() {
 }
 # --- a quiet machine (LOCK_FILE) ---
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
-busy() { pgrep -x 'rustc|cc1|ld|ld.lld|rust-lld' >/dev/null || pgrep -f '^go build|/go build ' >/dev/null; }
+busy() {
+    local p
+    for p in rustc cc1 cc1plus ld ld.lld rust-lld; do pgrep -x "$p" >/dev/null && return 0; done
+    pgrep -f '^go build|/go build ' >/dev/null
+}
 if [ -n "${LOCK_FILE:-}" ]; then
     while [ -e "$LOCK_FILE" ]; do
         step "waiting: $LOCK_FILE exists ($(cat "$LOCK_FILE" 2>/dev/null))"
@@ -233,18 +237,18 @@ if [ -n "${LOCK_FILE:-}" ]; then
     done
     echo "bench/shipped.sh pid $$ since $(date -u +%H:%M:%S)" >"$LOCK_FILE"
     trap 'rm -f "$LOCK_FILE"' EXIT
-    quiet_since="" waited=0
+    quiet_since="" SECONDS=0
     while :; do
         if ! busy && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$(loadavg)" "${QUIET_LOAD:-0.5}"; then
-            [ -n "$quiet_since" ] || quiet_since=$waited
-            [ $((waited - quiet_since)) -lt 20 ] || break
+            [ -n "$quiet_since" ] || quiet_since=$SECONDS
+            [ $((SECONDS - quiet_since)) -lt 20 ] || break
         else
             quiet_since=""
         fi
-        [ "$waited" -lt 600 ] || { step "not quiet after 10 minutes (load $(loadavg)); measuring anyway, the load is recorded"; break; }
+        [ "$SECONDS" -lt "${QUIET_WAIT:-600}" ] || { step "not quiet after ${QUIET_WAIT:-600} s (load $(loadavg)); measuring anyway, the load is recorded"; break; }
         sleep 2
-        waited=$((waited + 2))
     done
+    waited=$SECONDS
     echo "start: load $(cat /proc/loadavg) after ${waited} s; compiling: $(busy && echo yes || echo no)" | tee "$OUT/load.txt" >&2
 fi
 

@@ -18,7 +18,7 @@
 mod common;
 mod reliability_common;
 
-use pora_faultfs::FaultMount;
+use pora_faultfs::{FaultMount, MountOptions};
 use reliability_common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -52,6 +52,15 @@ enum Shape {
     StartsMidSlot,
     /// Reads in 2 KVs held from the start and released in the middle of slot 2.
     EndsMidSlot,
+    /// The whole file system pauses (every request, opens and closes included) from the middle
+    /// of slot 1 until released after slot 3.
+    MountFrozen,
+    /// Reads held in half the KVs, from the start until released after slot 3: every read in
+    /// flight gets stuck (64 for `pread`, up to 2 x 256 for a ring).
+    HeldWide,
+    /// Reads held in 2 KVs on a server answering inline with 2 threads: two stuck reads queue
+    /// every other request behind them.
+    SmallPool,
 }
 
 /// The slot after which held reads are released (`Held`, `StartsMidSlot`).
@@ -64,6 +73,9 @@ impl Shape {
             Shape::SlowAndFailing => "slow-eio",
             Shape::StartsMidSlot => "starts-mid",
             Shape::EndsMidSlot => "ends-mid",
+            Shape::MountFrozen => "frozen",
+            Shape::HeldWide => "held-wide",
+            Shape::SmallPool => "small-pool",
         }
     }
 
@@ -73,13 +85,30 @@ impl Shape {
             Shape::SlowAndFailing => "EIO in 8 KVs, 8 s reads in 2",
             Shape::StartsMidSlot => "held from mid-slot 1 to slot 3",
             Shape::EndsMidSlot => "held until mid-slot 2",
+            Shape::MountFrozen => "whole mount frozen mid-slot 1 to slot 3",
+            Shape::HeldWide => "reads held in 64 of 128 KVs",
+            Shape::SmallPool => "2 held reads, 2 inline server threads",
+        }
+    }
+
+    /// The FUSE server: the table on a libfuse-like server (10 threads answering inline,
+    /// the kernel's page cache on); the small pool on 2 threads; the others on the default.
+    fn mount_options(self) -> MountOptions {
+        match self {
+            Shape::SlowAndFailing => MountOptions::libfuse_like(),
+            Shape::SmallPool => MountOptions {
+                server_threads: 2,
+                ..MountOptions::libfuse_like()
+            },
+            _ => MountOptions::default(),
         }
     }
 
     fn slots(self) -> usize {
         match self {
             Shape::SlowAndFailing => 3,
-            _ => 6,
+            // Rings give back hundreds of released reads over a few seconds.
+            _ => 8,
         }
     }
 
@@ -94,7 +123,11 @@ impl Shape {
     /// 8 s reads last the whole run).
     fn healthy_from(self) -> Option<usize> {
         match self {
-            Shape::Held | Shape::StartsMidSlot => Some(RELEASE_AFTER + 1),
+            Shape::Held
+            | Shape::StartsMidSlot
+            | Shape::MountFrozen
+            | Shape::HeldWide
+            | Shape::SmallPool => Some(RELEASE_AFTER + 1),
             Shape::EndsMidSlot => Some(3),
             Shape::SlowAndFailing => None,
         }
@@ -110,6 +143,13 @@ fn held_rules(data_start: u64) -> String {
     STALLED_KVS
         .iter()
         .map(|&kv| format!("hold {}\n", kv_range(data_start, kv)))
+        .collect()
+}
+
+fn held_wide_rules(data_start: u64) -> String {
+    (0..128u64)
+        .step_by(2)
+        .map(|kv| format!("hold {}\n", kv_range(data_start, kv)))
         .collect()
 }
 
@@ -143,10 +183,11 @@ fn intact_shard(dir: &Path) -> (PathBuf, u64) {
     (intact, data_start)
 }
 
-fn mount(dir: &Path, intact: &Path, tag: &str) -> FaultMount {
+fn mount(dir: &Path, intact: &Path, tag: &str, options: MountOptions) -> FaultMount {
     let mnt = dir.join(format!("mnt-{tag}"));
     std::fs::create_dir_all(&mnt).unwrap();
-    FaultMount::mount(intact, &mnt, &dir.join(format!("rules-{tag}"))).expect("mount faultfs")
+    FaultMount::mount_with(intact, &mnt, &dir.join(format!("rules-{tag}")), options)
+        .expect("mount faultfs")
 }
 
 /// The complete lines of `path` now (the child may be writing the next).
@@ -204,13 +245,16 @@ struct Cell {
 /// `shape` says, and checks the bounds.
 fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method: &str) -> Cell {
     let tag = format!("{}-{method}", shape.tag());
-    let fs = mount(dir, intact, &tag);
+    let fs = mount(dir, intact, &tag, shape.mount_options());
     let file = fs.path().to_path_buf();
     let slots = shape.slots();
     match shape {
-        Shape::Held | Shape::EndsMidSlot => fs.set_rules(&held_rules(data_start)).unwrap(),
+        Shape::Held | Shape::EndsMidSlot | Shape::SmallPool => {
+            fs.set_rules(&held_rules(data_start)).unwrap()
+        }
+        Shape::HeldWide => fs.set_rules(&held_wide_rules(data_start)).unwrap(),
         Shape::SlowAndFailing => fs.set_rules(&slow_and_failing_rules(data_start)).unwrap(),
-        Shape::StartsMidSlot => fs.set_rules("").unwrap(),
+        Shape::StartsMidSlot | Shape::MountFrozen => fs.set_rules("").unwrap(),
     }
     let slot_arg = format!("{}", shape.slot_sec());
     let slots_arg = slots.to_string();
@@ -251,7 +295,18 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         max_threads = max_threads.max(proc_threads(pid).unwrap_or(0));
         let done = lines_in(&out).len();
         match shape {
-            Shape::Held if !released && done > RELEASE_AFTER => {
+            Shape::Held | Shape::HeldWide | Shape::SmallPool
+                if !released && done > RELEASE_AFTER =>
+            {
+                fs.set_rules("").unwrap();
+                released = true;
+            }
+            Shape::MountFrozen if !stalled_mid && done >= 1 => {
+                std::thread::sleep(Duration::from_secs_f64(shape.slot_sec() / 2.0));
+                fs.set_rules("freeze\n").unwrap();
+                stalled_mid = true;
+            }
+            Shape::MountFrozen if stalled_mid && !released && done > RELEASE_AFTER => {
                 fs.set_rules("").unwrap();
                 released = true;
             }
@@ -325,7 +380,10 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         let tried = line["noncesTried"].as_u64().unwrap();
         cell.tried_per_slot.push(tried);
         let healthy = shape.healthy_from().is_some_and(|h| slot > h);
-        if healthy && cell.recovered.is_none() && line["ioErrors"].as_u64() == Some(0) {
+        let full = line["ioErrors"].as_u64() == Some(0)
+            && stuck == 0
+            && line["noncesTried"] == line["nonceLimit"];
+        if healthy && full && cell.recovered.is_none() {
             cell.recovered = Some(slot);
         }
     }
@@ -336,17 +394,16 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         cell.max_stuck,
         2 * threads_cap
     );
-    // Each worker is a thread, at most twice the pool's threads of them; io_uring's kernel workers
-    // for the reads a ring holds are threads of the process too (at most its depth per ring, and
-    // one more);
-    // plus the verifier, the errand threads, the signal thread and the main thread.
+    // Each worker is a thread, at most twice the pool's threads of them; io_uring's kernel
+    // workers for the reads a worker's ring holds are threads of the process too (at most its
+    // depth, and one more); plus the verifier, the errand, signal and main threads.
     let depth = lines[0]["depth"].as_u64().unwrap();
     let per_worker = if method.starts_with("uring") {
-        1 + depth
+        2 + depth
     } else {
         1
     };
-    let thread_bound = 2 * threads_cap * per_worker + 8;
+    let thread_bound = 2 * threads_cap * per_worker + 12;
     assert!(
         max_threads <= thread_bound,
         "{tag}: {max_threads} threads, past {thread_bound}"
@@ -358,45 +415,32 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         done.stderr
     );
     if shape.healthy_from().is_some() {
-        let slot = cell.recovered.unwrap_or_else(|| {
-            panic!("{tag}: no slot after the stall mined without errors: {lines:?}")
-        });
-        let last = &lines[slot];
-        assert_eq!(
-            last["stuckBackends"].as_u64(),
-            Some(0),
-            "{tag}: backends still out of use after the disk came back: {last}"
-        );
         assert!(
-            last["noncesTried"].as_u64() == last["nonceLimit"].as_u64(),
-            "{tag}: slot {slot} after the stall did not try every nonce: {last}"
+            cell.recovered.is_some(),
+            "{tag}: no slot after the disk came back mined every nonce with every worker: {:?}",
+            cell.tried_per_slot
         );
     }
     cell
 }
 
-fn print_table(cells: &[Cell], took: Duration) {
+const TABLE_HEAD: &str = "| stall | method | worst slot end past deadline | exit after last slot | reaped after | most workers out of use (threads) | most threads | first full slot after | nonces tried per slot |";
+
+/// One row of the table in docs/RELIABILITY.md.
+fn print_row(c: &Cell) {
     skip_note!(
-        "stall x method ({} runs, {:.0} s)",
-        cells.len(),
-        took.as_secs_f64()
+        "| {} | {} | {:+.2} s | {:.2} s | {:.1} s | {} ({}) | {} | {} | {:?} |",
+        c.shape.name(),
+        c.method,
+        c.worst_overshoot_sec,
+        c.exit_after_last_sec,
+        c.reaped_after_last_sec,
+        c.max_stuck,
+        c.threads_cap,
+        c.max_threads,
+        c.recovered.map_or("—".to_string(), |s| s.to_string()),
+        c.tried_per_slot
     );
-    skip_note!("| stall | method | worst slot end past deadline | exit after last slot | reaped after | most workers out of use (threads) | most threads | first full slot after | nonces tried per slot |");
-    for c in cells {
-        skip_note!(
-            "| {} | {} | {:+.2} s | {:.2} s | {:.1} s | {} ({}) | {} | {} | {:?} |",
-            c.shape.name(),
-            c.method,
-            c.worst_overshoot_sec,
-            c.exit_after_last_sec,
-            c.reaped_after_last_sec,
-            c.max_stuck,
-            c.threads_cap,
-            c.max_threads,
-            c.recovered.map_or("—".to_string(), |s| s.to_string()),
-            c.tried_per_slot
-        );
-    }
 }
 
 #[test]
@@ -407,9 +451,9 @@ fn pread_through_held_reads_keeps_every_slot_bounded_and_recovers() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let (intact, data_start) = intact_shard(dir.path());
-    let started = Instant::now();
     let cell = run_stalled(dir.path(), &intact, data_start, Shape::Held, "pread");
-    print_table(&[cell], started.elapsed());
+    skip_note!("{TABLE_HEAD}");
+    print_row(&cell);
 }
 
 #[test]
@@ -422,22 +466,30 @@ fn every_method_through_every_stall_shape_keeps_its_bounds() {
     let dir = tempfile::tempdir().unwrap();
     let (intact, data_start) = intact_shard(dir.path());
     let started = Instant::now();
-    let mut cells = Vec::new();
+    skip_note!("{TABLE_HEAD}");
+    let mut runs = 0;
     for shape in [
         Shape::SlowAndFailing,
         Shape::Held,
+        Shape::HeldWide,
+        Shape::SmallPool,
+        Shape::MountFrozen,
         Shape::StartsMidSlot,
         Shape::EndsMidSlot,
     ] {
         for method in pora_io::Method::available_real() {
-            cells.push(run_stalled(
+            print_row(&run_stalled(
                 dir.path(),
                 &intact,
                 data_start,
                 shape,
                 method.name(),
             ));
+            runs += 1;
         }
     }
-    print_table(&cells, started.elapsed());
+    skip_note!(
+        "stall x method: {runs} runs in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 }

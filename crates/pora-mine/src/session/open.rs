@@ -120,6 +120,9 @@ pub(crate) fn open_device(
     Ok(OpenedDevice { pool, side, notes })
 }
 
+/// A device's first factory, why it was chosen, and the decision that chose it (`auto` only).
+type FirstOpened = (Arc<dyn BackendFactory>, String, Option<Decision>);
+
 /// The first factory: for `auto` the steering's first decision, a candidate the files refuse
 /// (O_DIRECT on a file system without it) forgotten and the next best taken; else the method
 /// given. Returns it with why, and the decision that chose it.
@@ -128,7 +131,7 @@ fn open_first(
     options: &OpenOptions,
     mut steering: Option<&mut Steering>,
     observation: &crate::steer::Observation,
-) -> Result<(Arc<dyn BackendFactory>, String, Option<Decision>), MineError> {
+) -> Result<FirstOpened, MineError> {
     let open = |method: Method| {
         let io = IoConfig {
             method,

@@ -56,6 +56,10 @@ pub struct PoolIo {
 /// device opens them in well under a millisecond each; a stalled one may never, and the slot
 /// then mines with what it has.
 const REPLACEMENT_WAIT: Duration = Duration::from_millis(100);
+/// How long a worker whose job ended with reads in flight (a slot's deadline) waits for their
+/// cancellation before it answers: a healthy device gives them back well within it, so the worker
+/// goes back idle; a stalled one does not, and the worker drains them off the slot's path.
+const SETTLE_WAIT: Duration = Duration::from_millis(50);
 /// How long a worker waits at a time for the reads its backend still has in the kernel.
 const DRAIN_STEP: Duration = Duration::from_millis(100);
 /// How long a dropped pool's errand waits for the pool's own reference to the factory to go, so
@@ -437,7 +441,7 @@ fn serve_jobs(mut backend: Box<dyn Backend>, jobs: Receiver<Job>, shelf: Weak<Sh
             worker::run(backend.as_mut(), &job.shared, job.lane, &job.published)
         }));
         backend.drop_queued();
-        let idle = backend.in_flight() == 0 || backend.cancel_all(Duration::ZERO).is_idle();
+        let idle = backend.in_flight() == 0 || backend.cancel_all(SETTLE_WAIT).is_idle();
         if job.handoff.returned() {
             let _ = job.reply.send(Reply {
                 place: job.place,

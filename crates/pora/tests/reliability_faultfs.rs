@@ -14,9 +14,11 @@
 
 #[macro_use]
 mod common;
+mod faultfs_common;
 mod reliability_common;
 
-use pora_faultfs::FaultMount;
+use faultfs_common::{fuse_ready, KillOnDrop};
+use pora_faultfs::{FaultMount, MountOptions};
 use reliability_common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -115,40 +117,14 @@ impl Fault {
     }
 }
 
-/// Kills a child left running by a failed assertion (without waiting for it).
-struct KillOnDrop(i32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory preconditions; the pid is our child's (at worst a zombie).
-        unsafe { libc::kill(self.0, libc::SIGKILL) };
-    }
-}
-
-/// Root and /dev/fuse, or why not (after a SKIP line).
-fn fuse_ready(test: &str) -> bool {
-    match pora_faultfs::fuse_unavailable() {
-        None => true,
-        Some(why) => {
-            skip_note!("SKIP {test}: {why}");
-            false
-        }
-    }
-}
-
-/// The intact shard and its data region's first byte.
+/// The intact shard this file's tests serve and its data region's first byte.
 fn intact_shard(dir: &Path) -> (PathBuf, u64) {
-    let intact = create(dir, "shard.dat", KV_ENTRIES_BITS, 30);
-    let shard = pora_core::ShardSet::open(std::slice::from_ref(&intact), None).unwrap();
-    let data_start = shard.locate(0).unwrap().offset;
-    (intact, data_start)
+    faultfs_common::intact_shard(dir, KV_ENTRIES_BITS, 30)
 }
 
-/// A fresh mount of `intact` under `dir/<tag>`.
+/// A fresh mount of `intact` on the default server.
 fn mount(dir: &Path, intact: &Path, tag: &str) -> FaultMount {
-    let mnt = dir.join(format!("mnt-{tag}"));
-    std::fs::create_dir_all(&mnt).unwrap();
-    FaultMount::mount(intact, &mnt, &dir.join(format!("rules-{tag}"))).expect("mount faultfs")
+    faultfs_common::mount(dir, intact, tag, MountOptions::default())
 }
 
 fn mine_args<'a>(
@@ -402,26 +378,7 @@ fn serve_stays_up_and_answers_through_hung_and_failing_reads() {
     let mut served = spawn_logged(cmd, dir.path(), "serve");
     let pid = served.pid();
     let _kill = KillOnDrop(pid);
-    let err_path = dir.path().join("serve.err");
-    let addr = {
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-            if let Some(rest) = text.split("listening on http://").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-            }
-            assert!(
-                Instant::now() < until && served.is_running(),
-                "serve did not start: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let addr = served_address(&mut served, dir.path(), "serve");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(20)))

@@ -129,26 +129,7 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
         "2",
     ]);
     let mut served = spawn_logged(cmd, dir.path(), "soak");
-    let err_path = dir.path().join("soak.err");
-    let addr = {
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-            if let Some(rest) = text.split("listening on http://").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-            }
-            assert!(
-                Instant::now() < until && served.is_running(),
-                "serve did not start: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let addr = served_address(&mut served, dir.path(), "soak");
     let pid = served.pid() as u32;
     let kinds = [
         "pora_mineSlot",

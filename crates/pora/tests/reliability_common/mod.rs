@@ -293,3 +293,26 @@ pub fn assert_found_are_valid(line: &Value, intact: &Path, required_diff: &str, 
         );
     }
 }
+
+/// The address `pora serve` (spawned by [`spawn_logged`] with tag `tag`) says it listens on,
+/// waited for at most 30 s.
+pub fn served_address(served: &mut Running, dir: &Path, tag: &str) -> String {
+    let err_path = dir.join(format!("{tag}.err"));
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if let Some(rest) = text.split("listening on http://").nth(1) {
+            return rest
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches('/')
+                .to_string();
+        }
+        assert!(
+            Instant::now() < until && served.is_running(),
+            "serve did not start: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -111,12 +111,17 @@ fn exit_now(code: ExitCode) -> ! {
     } else {
         1
     };
-    #[cfg(unix)]
+    exit_process(value)
+}
+
+#[cfg(unix)]
+fn exit_process(value: i32) -> ! {
     // SAFETY: _exit has no preconditions; nothing after it runs.
-    unsafe {
-        libc::_exit(value)
-    }
-    #[cfg(not(unix))]
+    unsafe { libc::_exit(value) }
+}
+
+#[cfg(not(unix))]
+fn exit_process(value: i32) -> ! {
     std::process::exit(value)
 }
 

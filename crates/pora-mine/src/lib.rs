@@ -377,14 +377,14 @@ impl Miner {
     /// its factory counts them ([`pora_io::BackendFactory::cache_reads`]); `None` elsewhere or for
     /// a pool the miner does not have. Blocks while a slot runs.
     pub fn cache_reads(&self, pool: usize) -> Option<pora_io::CacheReads> {
-        self.lock_pools().get(pool)?.io.factory.cache_reads()
+        self.lock_pools().get(pool)?.io.factory().cache_reads()
     }
 
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per
     /// pool, joined by "; ".
     pub fn describe_io(&self) -> String {
         let pools = self.lock_pools();
-        let each: Vec<String> = pools.iter().map(|p| p.io.factory.describe()).collect();
+        let each: Vec<String> = pools.iter().map(|p| p.io.factory().describe()).collect();
         each.join("; ")
     }
 

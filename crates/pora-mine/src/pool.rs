@@ -46,7 +46,8 @@ pub struct Pool {
 /// the ones it switched away from, so switching back between slots reopens nothing
 /// ([`crate::Miner::swap_io`]).
 pub struct PoolIo {
-    pub factory: Arc<dyn BackendFactory>,
+    /// `None` only while the pool is being dropped.
+    factory: Option<Arc<dyn BackendFactory>>,
     pub threads: usize,
     pub depth: usize,
     shelf: Arc<Shelf>,
@@ -62,8 +63,8 @@ const REPLACEMENT_WAIT: Duration = Duration::from_millis(100);
 const SETTLE_WAIT: Duration = Duration::from_millis(50);
 /// How long a worker waits at a time for the reads its backend still has in the kernel.
 const DRAIN_STEP: Duration = Duration::from_millis(100);
-/// How long a dropped pool's errand waits for the pool's own reference to the factory to go, so
-/// that it closes the files.
+/// How long dropping a pool waits for its idle workers to close their backends, and then for
+/// its factory to close its files.
 const CLOSE_WAIT: Duration = Duration::from_millis(200);
 
 /// Where a pool's workers are between slots.
@@ -99,6 +100,8 @@ enum Job {
     Mine(SlotJob),
     /// Wait until the backend's reads are given back, then come back to the shelf.
     Drain,
+    /// Drop the backend (closing what it holds open), say so, and end.
+    Exit(Sender<()>),
 }
 
 /// One slot's work for one worker.
@@ -164,7 +167,7 @@ impl WorkerThread {
     pub(crate) fn mine(&self, job: SlotJob) -> Result<(), SlotJob> {
         self.jobs.send(Job::Mine(job)).map_err(|e| match e.0 {
             Job::Mine(job) => job,
-            Job::Drain => unreachable!("sent a Mine job"),
+            Job::Drain | Job::Exit(_) => unreachable!("sent a Mine job"),
         })
     }
 }
@@ -191,16 +194,23 @@ impl PoolIo {
             lock(&shelf.idle).push(worker);
         }
         Ok(PoolIo {
-            factory,
+            factory: Some(factory),
             threads,
             depth,
             shelf,
         })
     }
 
+    /// The backend factory its workers were opened from.
+    pub fn factory(&self) -> &Arc<dyn BackendFactory> {
+        self.factory
+            .as_ref()
+            .expect("present until the pool is dropped")
+    }
+
     /// The method its factory reads with.
     pub fn method(&self) -> pora_io::Method {
-        self.factory.method()
+        self.factory().method()
     }
 
     /// The most workers (threads, each with its backend and buffers) the pool has at once,
@@ -313,7 +323,7 @@ impl PoolIo {
         }
         let (weak, factory, depth) = (
             Arc::downgrade(&self.shelf),
-            self.factory.clone(),
+            self.factory().clone(),
             self.depth,
         );
         let _ = self.shelf.errands.start(move || {
@@ -341,7 +351,7 @@ impl PoolIo {
         let stuck = self.stuck();
         let mut why = format!(
             "{} mined with {have} of {} workers: {stuck} are held by reads the device has not answered",
-            self.factory.method(),
+            self.method(),
             self.threads
         );
         if have + stuck >= self.workers_cap() {
@@ -360,9 +370,11 @@ impl PoolIo {
 }
 
 impl Drop for PoolIo {
-    /// The workers end on their own threads (dropping their backends there; one the kernel still
-    /// holds reads for leaks rather than waits), and the factory's files close on the errand
-    /// thread: nothing here waits for the device.
+    /// The idle workers drop their backends on their own threads and the factory's files close
+    /// on the errand thread, each waited for at most [`CLOSE_WAIT`]: on a healthy device every
+    /// file is closed when this returns (Windows then lets the files be deleted), on a stalled
+    /// one nothing here waits longer than that. Workers away end when the device lets them; one
+    /// the kernel still holds reads for leaks its backend rather than wait.
     fn drop(&mut self) {
         for away in lock(&self.shelf.away).values_mut() {
             if !away.counted {
@@ -370,19 +382,22 @@ impl Drop for PoolIo {
                 pora_io::note_leaked_backend();
             }
         }
-        // The errand drops the last reference once this pool's own is gone (right after this
-        // returns), so the files close there, not on the caller's thread.
-        let factory = self.factory.clone();
-        let closing = self.shelf.errands.start(move || {
-            let until = Instant::now() + CLOSE_WAIT;
-            while Arc::strong_count(&factory) > 1 && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(1));
+        let idle = std::mem::take(&mut *lock(&self.shelf.idle));
+        let (done, exited) = mpsc::channel::<()>();
+        let asked = idle
+            .iter()
+            .filter(|w| w.jobs.send(Job::Exit(done.clone())).is_ok())
+            .count();
+        drop(done);
+        let until = Instant::now() + CLOSE_WAIT;
+        for _ in 0..asked {
+            let left = until.saturating_duration_since(Instant::now());
+            if exited.recv_timeout(left).is_err() {
+                break;
             }
-            drop(factory);
-        });
-        if let Err(refused) = closing {
-            // The errand thread is held by the device: leave the files open until exit.
-            std::mem::forget(refused);
+        }
+        if let Some(factory) = self.factory.take() {
+            self.shelf.errands.dispose(factory, CLOSE_WAIT);
         }
     }
 }
@@ -429,6 +444,11 @@ fn serve_jobs(mut backend: Box<dyn Backend>, jobs: Receiver<Job>, shelf: Weak<Sh
     for job in jobs {
         let job = match job {
             Job::Mine(job) => job,
+            Job::Exit(done) => {
+                drop(backend);
+                let _ = done.send(());
+                return;
+            }
             Job::Drain => {
                 drain(backend.as_mut());
                 if let Some(shelf) = shelf.upgrade() {

@@ -212,7 +212,7 @@ fn run_workers(
             "worker {} of pool {} ({}) was still inside a read {} ms after the slot's end: left behind; it comes back to the pool when the read returns; its counts up to that read are kept",
             s.index,
             s.pool,
-            pool.factory.method(),
+            pool.method(),
             STRAGGLER_WAIT.as_millis()
         ));
     }

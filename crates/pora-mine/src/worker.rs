@@ -93,7 +93,7 @@ impl Lane {
         Lane {
             shards: pool.shards.clone(),
             first_file: pool.first_file,
-            inline_reads: pool.io.factory.capabilities().completes_inline,
+            inline_reads: pool.io.factory().capabilities().completes_inline,
             depth: pool.io.depth,
             index,
         }

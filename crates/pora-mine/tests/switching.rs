@@ -84,7 +84,7 @@ fn a_switch_between_slots_changes_no_found_nonce_count_or_sample() {
     let mut cfg = config(first.threads, first.depth, 0..3000);
     cfg.required_diff = Some(required);
     cfg.find = Find::All;
-    let miner = Miner::new(shards.clone(), first.factory.clone(), cfg.mine()).unwrap();
+    let miner = Miner::new(shards.clone(), first.factory().clone(), cfg.mine()).unwrap();
     let stop = AtomicBool::new(false);
     let want: Vec<Results> = (0..2)
         .map(|r| results(&miner.mine_slot(&cfg.request(randao(r)), &stop).unwrap()))
@@ -108,7 +108,7 @@ fn a_switch_between_slots_changes_no_found_nonce_count_or_sample() {
     }
     eprintln!("ok: identical results across {order:?}");
     // A switch is refused while the pool count is wrong, never silently applied elsewhere.
-    let again = PoolIo::open(first.factory.clone(), 2, 4).unwrap();
+    let again = PoolIo::open(first.factory().clone(), 2, 4).unwrap();
     assert!(miner.swap_io(1, again).is_err());
 }
 

@@ -129,7 +129,7 @@ impl PoolSide {
             Some(i) => self.parked.swap_remove(i),
             None => self.open_candidate(to)?,
         };
-        let describe = io.factory.describe();
+        let describe = io.factory().describe();
         match miner.swap_io(index, io) {
             Ok(old) => {
                 self.parked.push(old);

@@ -116,6 +116,9 @@ impl Errands {
     /// is still held by an earlier errand, `value` is leaked instead: its files stay open until
     /// the process exits, which is all a device that stopped answering allows.
     pub fn dispose<T: Send + 'static>(&self, value: T, within: Duration) {
+        // The last errand may be just past its answer (a verification that sent its result):
+        // leaking the value then would keep healthy files open for good.
+        self.free_within(within);
         let (tx, rx) = mpsc::channel::<()>();
         match self.start(move || {
             drop(value);

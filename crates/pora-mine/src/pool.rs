@@ -100,8 +100,8 @@ enum Job {
     Mine(SlotJob),
     /// Wait until the backend's reads are given back, then come back to the shelf.
     Drain,
-    /// Drop the backend (closing what it holds open), say so, and end.
-    Exit(Sender<()>),
+    /// Hand the backend back (the pool is being dropped) and end.
+    Exit(Sender<Box<dyn Backend>>),
 }
 
 /// One slot's work for one worker.
@@ -383,24 +383,34 @@ impl Drop for PoolIo {
             }
         }
         let idle = std::mem::take(&mut *lock(&self.shelf.idle));
-        let (done, exited) = mpsc::channel::<()>();
+        let (back, backends) = mpsc::channel::<Box<dyn Backend>>();
         let asked = idle
             .iter()
-            .filter(|w| w.jobs.send(Job::Exit(done.clone())).is_ok())
+            .filter(|w| w.jobs.send(Job::Exit(back.clone())).is_ok())
             .count();
-        drop(done);
+        drop(back);
         let until = Instant::now() + CLOSE_WAIT;
-        for _ in 0..asked {
-            let left = until.saturating_duration_since(Instant::now());
-            if exited.recv_timeout(left).is_err() {
-                break;
+        let mut returned = Vec::with_capacity(asked);
+        while returned.len() < asked {
+            match backends.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(backend) => returned.push(backend),
+                Err(_) => break,
             }
         }
-        if let Some(factory) = self.factory.take() {
-            self.shelf.errands.dispose(factory, CLOSE_WAIT);
+        let factory = self.factory.take();
+        if CLOSE_ON_CALLER {
+            drop(returned);
+            drop(factory);
+        } else {
+            self.shelf.errands.dispose((returned, factory), CLOSE_WAIT);
         }
     }
 }
+
+/// Windows refuses to delete a file a handle still holds open, so there a dropped pool closes
+/// its files on the caller's thread (a closed session's shard can be deleted at once); elsewhere
+/// they close on the pool's errand thread, so a stalled device cannot hold the caller.
+const CLOSE_ON_CALLER: bool = cfg!(windows);
 
 impl Shelf {
     /// Files an idle worker (up to `threads`; a surplus one ends).
@@ -444,9 +454,8 @@ fn serve_jobs(mut backend: Box<dyn Backend>, jobs: Receiver<Job>, shelf: Weak<Sh
     for job in jobs {
         let job = match job {
             Job::Mine(job) => job,
-            Job::Exit(done) => {
-                drop(backend);
-                let _ = done.send(());
+            Job::Exit(back) => {
+                let _ = back.send(backend);
                 return;
             }
             Job::Drain => {

@@ -462,7 +462,13 @@ impl Drop for Miner {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        self.verify_errands.dispose(verifier, CLOSE_WAIT);
+        if cfg!(windows) {
+            // Windows refuses to delete a file a handle holds: close on the caller's thread
+            // (as a pool does there, pool.rs).
+            drop(verifier);
+        } else {
+            self.verify_errands.dispose(verifier, CLOSE_WAIT);
+        }
     }
 }
 

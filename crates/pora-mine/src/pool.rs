@@ -65,7 +65,9 @@ const SETTLE_WAIT: Duration = Duration::from_millis(50);
 const DRAIN_STEP: Duration = Duration::from_millis(100);
 /// How long dropping a pool waits for its idle workers to close their backends, and then for
 /// its factory to close its files.
-const CLOSE_WAIT: Duration = Duration::from_millis(200);
+// Windows: longer, because a handle still open there keeps its file from being deleted, and Wine
+// can take long to schedule a worker.
+const CLOSE_WAIT: Duration = Duration::from_millis(if cfg!(windows) { 2000 } else { 200 });
 
 /// Where a pool's workers are between slots.
 struct Shelf {

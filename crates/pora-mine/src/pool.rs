@@ -384,6 +384,13 @@ impl Drop for PoolIo {
                 pora_io::note_leaked_backend();
             }
         }
+        if CLOSE_ON_CALLER {
+            // Workers draining reads a healthy device gives back at once come back first.
+            let until = Instant::now() + CLOSE_WAIT;
+            while !lock(&self.shelf.away).is_empty() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         let idle = std::mem::take(&mut *lock(&self.shelf.idle));
         let (back, backends) = mpsc::channel::<Box<dyn Backend>>();
         let asked = idle

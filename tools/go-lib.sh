@@ -93,8 +93,27 @@ fi
 command -v cargo >/dev/null || fail "no cargo on PATH"
 SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
 HOST="$(rustc -vV | sed -n 's/^host: //p')"
+# The stripping tool. rustup's llvm-objcopy (component llvm-tools) first: its LLVM is rustc's and
+# it writes ELF, COFF and Mach-O. A fresh machine lacks the component, so go-lib.sh adds it (one
+# download through rustup, as .ci/bindings.sh does); offline or without rustup it takes an
+# llvm-objcopy on PATH, then binutils' objcopy for ELF targets (it cannot write Mach-O, and the
+# MinGW archive is left to llvm-objcopy). Every fallback is said on stderr.
 OBJCOPY="$SYSROOT/lib/rustlib/$HOST/bin/llvm-objcopy"
-[ -x "$OBJCOPY" ] || fail "no $OBJCOPY (rustup component add llvm-tools)"
+if [ ! -x "$OBJCOPY" ] && command -v rustup >/dev/null; then
+    echo "go-lib.sh: no $OBJCOPY: rustup component add llvm-tools" >&2
+    rustup component add llvm-tools >&2 || echo "go-lib.sh: rustup component add llvm-tools failed; looking for another objcopy" >&2
+fi
+GNU_OBJCOPY=0
+if [ ! -x "$OBJCOPY" ]; then
+    if command -v llvm-objcopy >/dev/null; then
+        OBJCOPY="$(command -v llvm-objcopy)"
+    elif command -v objcopy >/dev/null && objcopy --version 2>/dev/null | grep -q '^GNU objcopy'; then
+        OBJCOPY="$(command -v objcopy)" GNU_OBJCOPY=1
+    else
+        fail "nothing strips the library: run 'rustup component add llvm-tools' (or install binutils/llvm)"
+    fi
+    echo "go-lib.sh: stripping with $OBJCOPY (rustup's llvm-tools are not installed)" >&2
+fi
 # Debug info, and the LLVM bitcode rustc embeds in every object for LTO (ELF/COFF .llvmbc,
 # Mach-O __LLVM,__bitcode): a C or Go linker never reads it, and it is two thirds of the bytes.
 STRIP_ARGS=(--strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd
@@ -117,19 +136,34 @@ for target in "${targets[@]}"; do
     [ -d "$SYSROOT/lib/rustlib/$target/lib" ] || fail "Rust target $target is not installed (rustup target add $target)"
     out="$ROOT/bindings/go/lib/$dir"
     [ "$sim" -eq 0 ] || out="$ROOT/bindings/go/lib/sim/$dir"
+    # ELF objects assembled from .S files without a .note.GNU-stack section (keccak-asm's
+    # CRYPTOGAMS keccak1600-x86_64) would make the linker give the consumer's whole program an
+    # executable stack; the assembler marks them non-executable instead, so the library asks no
+    # link flag of the program that links it (bindings/go/link.go).
+    target_cflags="$cflags"
+    case "$target" in *-linux-*) target_cflags="$cflags -Wa,--noexecstack" ;; esac
     echo "go-lib.sh: ${build[*]} --release --locked --target $target ${features[*]}" >&2
     env CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_TARGET_DIR="$TARGET_DIR" \
         CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
         CC_aarch64_unknown_linux_gnu="${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}" \
         CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}" \
         CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}" \
-        CFLAGS="$cflags" \
+        CFLAGS="$target_cflags" \
         "${build[@]}" --release --locked --target "$target" "${features[@]}" \
         || fail "${build[*]} --target $target failed"
     built="$TARGET_DIR/$target/release/libpora_ffi.a"
     [ -f "$built" ] || fail "the build left no $built"
     mkdir -p "$out"
-    "$OBJCOPY" "${STRIP_ARGS[@]}" "$built" "$out/libpora_ffi.a.tmp" || fail "llvm-objcopy --strip-debug $built failed"
+    case "$GNU_OBJCOPY:$target" in
+        1:*-linux-*) ;;
+        1:*) fail "binutils' objcopy cannot strip the $target archive: run 'rustup component add llvm-tools'" ;;
+    esac
+    "$OBJCOPY" "${STRIP_ARGS[@]}" "$built" "$out/libpora_ffi.a.tmp" || fail "$OBJCOPY --strip-debug $built failed"
+    if [[ "$target" == *-linux-* ]] && command -v readelf >/dev/null; then
+        # Every object must say its stack is not executable (see target_cflags above).
+        execstack="$(readelf -SW "$out/libpora_ffi.a.tmp" | awk '/^File: /{if (f && !n) print f; f=$2; n=0} /\.note\.GNU-stack/{n=1} END{if (f && !n) print f}')"
+        [ -z "$execstack" ] || fail "objects without a .note.GNU-stack section would make a program's stack executable: $execstack"
+    fi
     mv "$out/libpora_ffi.a.tmp" "$out/libpora_ffi.a"
     echo "go-lib.sh: $out/libpora_ffi.a ($(stat -c %s "$out/libpora_ffi.a") bytes; unstripped $(stat -c %s "$built"))" >&2
 done

@@ -152,7 +152,8 @@ func OpenEngine(files []string, opts Options) (*Engine, error) {
 func (e *Engine) Shards() *Shards { return e.shards }
 
 // PutKV tells the engine that es-node's blob cache holds KV kvIdx (global KV index) with the
-// encoded bytes data, identified by commit (es-node's commit of the blob). When commit equals
+// encoded bytes data, identified by commit (es-node's commit of the blob). data must be one KV of
+// the shard (2^kvSizeBits bytes; anything else is ErrInvalidArgument). When commit equals
 // the one last put for kvIdx, nothing is read or copied and changed is false; otherwise the
 // bytes are copied into the overlay once (about 0.1 ms for 128 KiB) and later tasks sample them.
 func (e *Engine) PutKV(kvIdx uint64, commit [32]byte, data []byte) (changed bool, err error) {
@@ -165,6 +166,12 @@ func (e *Engine) putLocked(kvIdx uint64, commit [32]byte, data []byte) (bool, er
 	entry := e.cached[kvIdx]
 	if entry != nil && entry.commit == commit {
 		return false, nil
+	}
+	// The size is checked here, before the overlay takes the bytes: a KV of another size would
+	// make every later task and Hash fail until it is dropped.
+	if info := e.shards.Info[0]; len(data) != 1<<info.KVSizeBits {
+		return false, &Error{Status: StatusInvalidArgument, Op: "put_kv", Message: fmt.Sprintf(
+			"KV %d: %d bytes; shard %d's KVs are %d bytes (kvSizeBits %d)", kvIdx, len(data), info.Shard, 1<<info.KVSizeBits, info.KVSizeBits)}
 	}
 	e.lastList = e.lastList[:0]
 	if err := e.overlay.Put(kvIdx, data); err != nil {

@@ -1,4 +1,4 @@
-// The engine's blob cache by KV index (PutKV with a commit, DropKV, CachedKVs), Hash through the
+// The engine's blob cache by KV index (PutKV with a commit and a size check, DropKV, CachedKVs), Hash through the
 // cache checked against es-node's loop in Go, the LowestInRange find policy equal to es-node's
 // single-thread loop, and the per-task cost of a cache that did not change (benchmarks).
 package porago
@@ -7,10 +7,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math/big"
 	"math/rand"
 	"os"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -282,5 +285,31 @@ func BenchmarkEngineFindPolicy(b *testing.B) {
 			}
 			b.ReportMetric(float64(tried)/float64(b.N), "nonces/task")
 		})
+	}
+}
+
+// A KV of another size than the shard's is refused at PutKV (and SyncCache), naming the KV and
+// both sizes, and leaves the engine as it was: tasks and Hash go on working.
+func TestEnginePutKVRefusesTheWrongSize(t *testing.T) {
+	path := smallShards(t)[1] // 4 KiB KVs
+	e, err := OpenEngine([]string{path}, Options{Method: "pread", Threads: 1, Depth: 1, IgnoreProfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, size := range []int{0, 2048, 4095, 4097, 8192} {
+		changed, err := e.PutKV(70, [32]byte{byte(size)}, make([]byte, size))
+		if err == nil || changed || !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "KV 70: "+strconv.Itoa(size)+" bytes") || !strings.Contains(err.Error(), "4096 bytes") {
+			t.Fatalf("PutKV of %d bytes: changed %v, %v", size, changed, err)
+		}
+	}
+	if err := e.SyncCache([]CachedKV{{KvIdx: 71, Commit: [32]byte{1}, Data: make([]byte, 64)}}); err == nil || !strings.Contains(err.Error(), "KV 71: 64 bytes") {
+		t.Fatalf("SyncCache of a 64-byte KV: %v", err)
+	}
+	if got := e.CachedKVs(); len(got) != 0 {
+		t.Fatalf("the engine holds %v after refused puts", got)
+	}
+	if _, err := e.Hash(bytes.Repeat([]byte{1}, 32), 5); err != nil {
+		t.Fatalf("Hash after refused puts: %v", err)
 	}
 }

@@ -1,0 +1,145 @@
+// The hook's size and the docs: the lines between "pora hook begin" and "pora hook end" in the
+// es-node stand-in files are what es-node adds or changes in its existing files; this test counts
+// them, prints the count, holds it to the issue's bound (60), and checks that docs/es-node.md
+// states that count and shows exactly those blocks, in the same order, under the same labels.
+package esnode_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// standInFiles are the es-node stand-in files in the order docs/es-node.md shows their hooks.
+var standInFiles = []string{"esnode_node_test.go", "esnode_miner_test.go", "esnode_worker_test.go", "esnode_downloader_test.go"}
+
+// hookBound is the issue's limit on lines es-node adds or changes (go.mod aside).
+const hookBound = 60
+
+const (
+	beginMarker = "// pora hook begin: "
+	endMarker   = "// pora hook end"
+)
+
+// hookBlock is one delimited block: its label (the es-node file and place) and its lines.
+type hookBlock struct {
+	label string
+	lines []string
+}
+
+// readHookBlocks returns the delimited blocks of a file, failing on an unclosed or nested one.
+func readHookBlocks(t *testing.T, path string) []hookBlock {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var blocks []hookBlock
+	var cur *hookBlock
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, beginMarker):
+			if cur != nil {
+				t.Fatalf("%s:%d: a hook block begins inside another", path, n)
+			}
+			cur = &hookBlock{label: strings.TrimPrefix(trimmed, beginMarker)}
+		case trimmed == endMarker:
+			if cur == nil {
+				t.Fatalf("%s:%d: a hook block ends that never began", path, n)
+			}
+			blocks, cur = append(blocks, *cur), nil
+		case cur != nil:
+			cur.lines = append(cur.lines, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cur != nil {
+		t.Fatalf("%s: the hook block %q never ends", path, cur.label)
+	}
+	return blocks
+}
+
+// docHookBlocks returns the ```go blocks between <!-- hook begin --> and <!-- hook end --> of
+// the doc: each starts with a "// label" line, then the block's lines.
+func docHookBlocks(t *testing.T, path string) []hookBlock {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start, end := strings.Index(text, "<!-- hook begin -->"), strings.Index(text, "<!-- hook end -->")
+	if start < 0 || end < start {
+		t.Fatalf("%s: no <!-- hook begin --> ... <!-- hook end --> section", path)
+	}
+	var blocks []hookBlock
+	var cur *hookBlock
+	for _, line := range strings.Split(text[start:end], "\n") {
+		switch {
+		case cur == nil && line == "```go":
+			cur = &hookBlock{}
+		case cur != nil && line == "```":
+			blocks, cur = append(blocks, *cur), nil
+		case cur != nil && cur.label == "" && cur.lines == nil:
+			if !strings.HasPrefix(line, "// ") {
+				t.Fatalf("%s: a hook block starts with %q, not a // label", path, line)
+			}
+			cur.label = strings.TrimPrefix(line, "// ")
+			cur.lines = []string{}
+		case cur != nil:
+			cur.lines = append(cur.lines, line)
+		}
+	}
+	return blocks
+}
+
+func TestHookSizeAndDoc(t *testing.T) {
+	var blocks []hookBlock
+	files := map[string]bool{}
+	total := 0
+	for _, f := range standInFiles {
+		for _, b := range readHookBlocks(t, f) {
+			blocks = append(blocks, b)
+			total += len(b.lines)
+			files[strings.SplitN(b.label, ",", 2)[0]] = true
+		}
+	}
+	for _, b := range blocks {
+		t.Logf("%3d  %s", len(b.lines), b.label)
+	}
+	t.Logf("the hook: %d lines added or changed in %d es-node files (%d blocks), no new es-node file", total, len(files), len(blocks))
+	if total > hookBound {
+		t.Errorf("the hook is %d lines, over the bound of %d", total, hookBound)
+	}
+	if total == 0 {
+		t.Fatal("no hook blocks found: the markers moved")
+	}
+
+	doc := filepath.Join("..", "..", "..", "docs", "es-node.md")
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count := fmt.Sprintf("**%d lines in %d es-node files**", total, len(files)); !strings.Contains(string(raw), count) {
+		t.Errorf("%s does not state the count as %s", doc, count)
+	}
+	shown := docHookBlocks(t, doc)
+	if len(shown) != len(blocks) {
+		t.Fatalf("%s shows %d hook blocks; the stand-in has %d", doc, len(shown), len(blocks))
+	}
+	for i, b := range blocks {
+		if shown[i].label != b.label || strings.Join(shown[i].lines, "\n") != strings.Join(b.lines, "\n") {
+			t.Errorf("%s hook block %d (%q) differs from the stand-in's (%q):\n--- doc\n%s\n--- stand-in\n%s",
+				doc, i+1, shown[i].label, b.label, strings.Join(shown[i].lines, "\n"), strings.Join(b.lines, "\n"))
+		}
+	}
+}

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Release CI leg (called by .ci/run after .ci/windows.sh): builds the release archives once with
-# tools/dist.sh, checks dist/SHA256SUMS, then extracts each archive into an empty temp folder and
+# tools/dist.sh (the release command itself, every library the workspace's [profile.release]; with
+# PORA_DIST_QUICK=1, `tools/dist.sh --quick` instead, whose Go archive is named and marked QUICK),
+# checks dist/SHA256SUMS and that TARGETS.txt and BUILDINFO.txt name each library's profile (no
+# QUICK library in a release build), then extracts each archive into an empty temp folder and
 # smoke-tests what a miner downloads:
 #   Linux (tar.gz): the expected files owned by 0/0; pora statically linked (file, ldd);
 #     `env -i ./pora --version`; `env -i ./pora mine --demo` (the README's first command: makes
@@ -60,9 +63,15 @@ unset DISPLAY WAYLAND_DISPLAY
     || fail "the Wine prefix $WINEPREFIX has no bcryptprimitives.dll stand-in (Rust programs exit with status 53 without it): run .ci/windows.sh first"
 
 # --- build once ---
-step "tools/dist.sh"
+DIST_ARGS=()
+GO_SUFFIX=""
+if [ "${PORA_DIST_QUICK:-0}" = 1 ]; then
+    DIST_ARGS=(--quick)
+    GO_SUFFIX="-QUICK"
+fi
+step "tools/dist.sh ${DIST_ARGS[*]}"
 build_s=$(date +%s)
-bash tools/dist.sh || fail "tools/dist.sh failed"
+bash tools/dist.sh "${DIST_ARGS[@]}" || fail "tools/dist.sh ${DIST_ARGS[*]} failed"
 build_s=$(($(date +%s) - build_s))
 VERSION="$(sed -n 's/^pora \([^ ]*\) for .*/\1/p' <(tar -xzOf dist/pora-*-"$LINUX_TARGET".tar.gz --wildcards '*/BUILDINFO.txt'))"
 [ -n "$VERSION" ] || fail "cannot read the version from the Linux archive's BUILDINFO.txt"
@@ -227,20 +236,29 @@ cp "$C_EXAMPLE" "$TMP/c-windows/"
 check "C example: mingw with the zip's pora.h + libpora_ffi.a, run under Wine" c_windows_ok "$TMP/c-windows" "$WD"
 
 # --- the Go module archive and a consumer built from it alone, with no Rust toolchain on PATH ---
-GO_TGZ="$ROOT/dist/pora-$VERSION-go.tar.gz"
+GO_TGZ="$ROOT/dist/pora-$VERSION$GO_SUFFIX-go.tar.gz"
+[ -f "$GO_TGZ" ] || fail "tools/dist.sh ${DIST_ARGS[*]} wrote no $GO_TGZ"
 G="$TMP/go-module"
 mkdir -p "$G"
 tar -xzf "$GO_TGZ" -C "$G" || fail "extracting $GO_TGZ failed"
-GM="$G/pora-$VERSION-go"
+GM="$G/pora-$VERSION$GO_SUFFIX-go"
 MODULE="$(sed -n 's/^module //p' "$GM/go.mod")"
 [ "$MODULE" = "$(sed -n 's/^module //p' "$ROOT/bindings/go/go.mod")" ] || fail "the Go archive's module path '$MODULE' is not bindings/go/go.mod's"
-go_targets_ok() { # TARGETS.txt names each library the archive holds, with its true size
+go_targets_ok() { # TARGETS.txt names each library the archive holds, with its true size and profile
     cat "$GM/TARGETS.txt"
-    local n=0 target dir size sum
-    while read -r target dir size sum; do
+    local n=0 target dir size sum profile extra
+    while read -r target dir size sum profile extra; do
         [[ "$target" == \#* || "$target" == pora || "$target" == SKIP: ]] && continue
         [ "$(stat -c %s "$GM/lib/$dir/libpora_ffi.a")" = "$size" ] || { echo "$dir: size differs from TARGETS.txt"; return 1; }
         [ "$(sha256sum <"$GM/lib/$dir/libpora_ffi.a" | cut -d' ' -f1)" = "$sum" ] || { echo "$dir: sha256 differs"; return 1; }
+        [ -z "$extra" ] || { echo "$dir: more than five columns"; return 1; }
+        case "$profile" in
+            "release("*")") ;;
+            QUICK*) [ -n "$GO_SUFFIX" ] || { echo "$dir: a QUICK library in the release build"; return 1; } ;;
+            *) echo "$dir: no profile column ('$profile')"; return 1 ;;
+        esac
+        grep -qF "$target" "$GM/BUILDINFO.txt" && grep -F "$target" "$GM/BUILDINFO.txt" | grep -qF "$profile" \
+            || { echo "BUILDINFO.txt does not name $target's profile $profile"; return 1; }
         n=$((n + 1))
     done <"$GM/TARGETS.txt"
     for dir in linux_amd64 linux_amd64_musl windows_amd64; do
@@ -258,7 +276,7 @@ go_layout_ok() { # the module's sources, pora.h, a .pc per library, no test file
         PKG_CONFIG_PATH="$GM/pkgconfig" pkg-config --libs "pora-$dir" | grep -q "lib/$dir/libpora_ffi.a" || { echo "pkgconfig/pora-$dir.pc does not name lib/$dir/libpora_ffi.a"; return 1; }
     done
 }
-check "go.tar.gz: TARGETS.txt lists every library with its size and SHA-256" go_targets_ok
+check "go.tar.gz: TARGETS.txt lists every library with its size, SHA-256 and profile (BUILDINFO.txt too)" go_targets_ok
 check "go.tar.gz: module sources, pora.h, a pkg-config file per library, no tests, no sim" go_layout_ok
 
 # The consumer: a fresh module outside the repository requiring $MODULE; the local replace to the

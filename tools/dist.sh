@@ -11,8 +11,19 @@
 #   dist/SHA256SUMS                                       `sha256sum -c SHA256SUMS` inside dist/
 # Library targets (pora-ffi only): x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu,
 # x86_64-apple-darwin, aarch64-apple-darwin, besides the musl and windows-gnu builds above. A
-# target whose standard library is not installed is a "SKIP: <target>: <why>" line (stderr and
-# TARGETS.txt), never a silent pass; an installed target that fails to build fails the run.
+# library target missing anything its build needs (its Rust standard library; aarch64: the C
+# cross compiler aarch64-linux-gnu-gcc) is a "SKIP: <target>: missing <what>" line (stderr and
+# TARGETS.txt) and needs none of its tools, never a silent pass; a target with everything it
+# needs that fails to build fails the run. The musl and windows-gnu archives are not optional:
+# what they need (their Rust targets, musl-gcc, MinGW) missing fails the run, naming it.
+#
+# Profile: every binary and every library, of every target, is the workspace's [profile.release]
+# (Cargo.toml: thin LTO, 4 codegen units; the build that docs/BENCHMARKS.md measures), libraries
+# then stripped. TARGETS.txt's last column and BUILDINFO.txt name each library's profile.
+# `--quick` (CI's or a developer's check only, never a release) builds the four library-only
+# targets with LTO off, 16 codegen units and no debug info instead (faster to build; issue 38
+# measured 0.74-0.85x the cached mining rate); its Go archive is
+# pora-<version>-QUICK-go.tar.gz, and its TARGETS.txt and BUILDINFO.txt say QUICK.
 # Every libpora_ffi.a is stripped of debug info and embedded LLVM bitcode (llvm-objcopy, rustup
 # component llvm-tools): a consumer links it and needs none; the tar.gz/zip also carry pora.pc (pkg-config).
 # Each archive also holds README.md, LICENSE-MIT, LICENSE-APACHE, THIRD-PARTY-LICENSES.txt
@@ -34,9 +45,12 @@
 #   tools/dist.sh --check-reproducible   build twice in two fresh target dirs (different absolute
 #                                        paths), compare the archives byte for byte, print both
 #                                        SHA-256s; on success dist/ holds the first build's files
+#   tools/dist.sh --quick [--check-reproducible]   the quick variant above (not a release)
 #
 # Needs: cargo/rustc with the two targets (rustup target add), musl-gcc (musl-tools),
-# x86_64-w64-mingw32-gcc, python3, GNU tar, gzip, sha256sum, strings (binutils), git.
+# x86_64-w64-mingw32-gcc and -objcopy (gcc-mingw-w64-x86-64), python3, GNU tar, gzip, sha256sum,
+# strings (binutils), git, the llvm-tools component; for linux_arm64 also the aarch64 Rust target
+# and aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu), else that target is a SKIP line.
 # Fails loudly ("dist.sh: FAIL: ...", non-zero) when any step fails.
 set -euo pipefail
 
@@ -58,37 +72,89 @@ fail() {
     exit 1
 }
 
+USAGE="usage: tools/dist.sh [--quick] [--check-reproducible]"
 mode=build
-case "${1:-}" in
-    "") ;;
-    --check-reproducible) mode=check ;;
-    -h | --help)
-        sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-        exit 0
-        ;;
-    *) fail "unknown argument '$1' (usage: tools/dist.sh [--check-reproducible])" ;;
-esac
-[ $# -le 1 ] || fail "too many arguments (usage: tools/dist.sh [--check-reproducible])"
+quick=0
+for arg in "$@"; do
+    case "$arg" in
+        --check-reproducible) mode=check ;;
+        --quick) quick=1 ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        *) fail "unknown argument '$arg' ($USAGE)" ;;
+    esac
+done
 
-# --- tools ---
-for tool in cargo rustc git python3 tar gzip sha256sum strings musl-gcc x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy aarch64-linux-gnu-gcc; do
-    command -v "$tool" >/dev/null || fail "'$tool' not found (musl-gcc: apt-get install musl-tools; x86_64-w64-mingw32-gcc: gcc-mingw-w64-x86-64; aarch64-linux-gnu-gcc: gcc-aarch64-linux-gnu; strings: binutils)"
+# --- tools every build needs ---
+for tool in cargo rustc git python3 tar gzip sha256sum strings; do
+    command -v "$tool" >/dev/null || fail "'$tool' not found (strings: apt-get install binutils)"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
 SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
-for t in "$LINUX_TARGET" "$WIN_TARGET"; do
-    [ -d "$SYSROOT/lib/rustlib/$t/lib" ] || fail "Rust target $t is not installed (rustup target add $t)"
-done
 OBJCOPY="$SYSROOT/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy"
 [ -x "$OBJCOPY" ] || fail "no $OBJCOPY (rustup component add llvm-tools): it strips the libraries' debug info"
+
+# target_missing TARGET: what TARGET's build needs and this machine lacks, "; "-separated (empty:
+# nothing). Only a target that is built is asked about: a skipped one needs none of its tools.
+target_missing() {
+    local t="$1" tool miss=()
+    [ -d "$SYSROOT/lib/rustlib/$t/lib" ] || miss+=("its Rust standard library (rustup target add $t)")
+    case "$t" in
+        x86_64-unknown-linux-musl)
+            command -v musl-gcc >/dev/null || miss+=("musl-gcc (apt-get install musl-tools)") ;;
+        x86_64-pc-windows-gnu)
+            for tool in x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objcopy; do
+                command -v "$tool" >/dev/null || miss+=("$tool (apt-get install gcc-mingw-w64-x86-64)")
+            done ;;
+        aarch64-unknown-linux-gnu)
+            command -v aarch64-linux-gnu-gcc >/dev/null || miss+=("aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu)") ;;
+    esac
+    local IFS=';'
+    echo "${miss[*]}" | sed 's/;/; /g'
+}
+for t in "$LINUX_TARGET" "$WIN_TARGET"; do
+    missing="$(target_missing "$t")"
+    [ -z "$missing" ] || fail "$t (an archive of its own, never skipped) needs: $missing"
+done
 BUILT_LIB_TARGETS=()
+declare -A SKIPPED=()
 for t in "${LIB_TARGETS[@]}"; do
-    if [ -d "$SYSROOT/lib/rustlib/$t/lib" ]; then
+    missing="$(target_missing "$t")"
+    if [ -z "$missing" ]; then
         BUILT_LIB_TARGETS+=("$t")
     else
-        echo "SKIP: $t: its Rust standard library is not installed (rustup target add $t)" >&2
+        SKIPPED[$t]="missing $missing"
+        echo "SKIP: $t: ${SKIPPED[$t]}" >&2
     fi
 done
+
+# --- the profile of each build (stated in TARGETS.txt and BUILDINFO.txt) ---
+# release_profile: the workspace's [profile.release] as Cargo.toml sets it, one word.
+RELEASE_PROFILE="$(python3 - <<'PY'
+import tomllib
+p = tomllib.load(open("Cargo.toml", "rb")).get("profile", {}).get("release", {})
+keys = ["opt-level", "lto", "codegen-units", "debug", "panic"]
+print("release(" + ",".join(f"{k}={str(p[k]).lower()}" for k in keys if k in p) + ")")
+PY
+)" || fail "reading [profile.release] from Cargo.toml failed"
+QUICK_PROFILE="QUICK(release,lto=off,codegen-units=16,debug=0)"
+if ((quick)); then
+    LIB_PROFILE="$QUICK_PROFILE"
+    GO_NAME_SUFFIX="-QUICK"
+    echo "dist.sh: --quick: the Go archive's ${LIB_TARGETS[*]} libraries are $QUICK_PROFILE, not a release" >&2
+else
+    LIB_PROFILE="$RELEASE_PROFILE"
+    GO_NAME_SUFFIX=""
+fi
+# profile_of TARGET: the profile its library is built with.
+profile_of() {
+    case "$1" in
+        "$LINUX_TARGET" | "$WIN_TARGET") echo "$RELEASE_PROFILE" ;;
+        *) echo "$LIB_PROFILE" ;;
+    esac
+}
 RUST_STD_NOTICES="$SYSROOT/share/doc/rust/COPYRIGHT-library.html"
 [ -f "$RUST_STD_NOTICES" ] || fail "the toolchain has no $RUST_STD_NOTICES (the standard library's licence notices the archives carry)"
 
@@ -165,12 +231,12 @@ Libs: \${libdir}/libpora_ffi.a $libs
 EOF
 }
 
-# stage_go_module WORK TARGET_DIR: WORK/pora-<version>-go, the Go module of bindings/go (its
+# stage_go_module WORK TARGET_DIR: WORK/pora-<version>[-QUICK]-go, the Go module of bindings/go (its
 # committed non-test files) with every built target's stripped library in lib/<goos>_<goarch>,
 # pkg-config files, licences and TARGETS.txt (what each library is, its size, or why it is not).
 stage_go_module() {
-    local work="$1" target_dir="$2" stage="$1/pora-$VERSION-go" f target dir size sum
-    step "staging pora-$VERSION-go (the Go module with its libraries)"
+    local work="$1" target_dir="$2" stage="$1/pora-$VERSION$GO_NAME_SUFFIX-go" f target dir size sum
+    step "staging pora-$VERSION$GO_NAME_SUFFIX-go (the Go module with its libraries)"
     mkdir -p "$stage"
     while IFS= read -r f; do
         mkdir -p "$stage/$(dirname "$f")"
@@ -180,7 +246,8 @@ stage_go_module() {
     cmp -s "$stage/include/pora.h" crates/pora-ffi/include/pora.h || fail "bindings/go/include/pora.h differs from crates/pora-ffi/include/pora.h"
     {
         echo "pora $VERSION Go module $MODULE_PATH, commit $COMMIT"
-        echo "# target  go-directory  bytes  sha256 (libpora_ffi.a, stripped of debug info)"
+        ((quick == 0)) || echo "# QUICK BUILD (tools/dist.sh --quick), not a release: the libraries marked QUICK are slower (docs/release.md)"
+        echo "# target  go-directory  bytes  sha256  profile (libpora_ffi.a, stripped of debug info and LLVM bitcode)"
     } >"$stage/TARGETS.txt"
     mkdir -p "$stage/pkgconfig"
     for target in "$LINUX_TARGET" "$WIN_TARGET" "${BUILT_LIB_TARGETS[@]}"; do
@@ -191,24 +258,29 @@ stage_go_module() {
             --out "$stage/lib/$dir/THIRD-PARTY-LICENSES.txt" || fail "writing THIRD-PARTY-LICENSES.txt for $target failed"
         size="$(stat -c %s "$stage/lib/$dir/libpora_ffi.a")"
         sum="$(sha256sum <"$stage/lib/$dir/libpora_ffi.a" | cut -d' ' -f1)"
-        echo "$target  $dir  $size  $sum" >>"$stage/TARGETS.txt"
+        echo "$target  $dir  $size  $sum  $(profile_of "$target")" >>"$stage/TARGETS.txt"
     done
     for target in "${LIB_TARGETS[@]}"; do
-        [[ " ${BUILT_LIB_TARGETS[*]} " == *" $target "* ]] \
-            || echo "SKIP: $target: its Rust standard library is not installed (rustup target add $target)" >>"$stage/TARGETS.txt"
+        [ -z "${SKIPPED[$target]:-}" ] || echo "SKIP: $target: ${SKIPPED[$target]}" >>"$stage/TARGETS.txt"
     done
     cp LICENSE-MIT LICENSE-APACHE "$stage/"
     cp "$RUST_STD_NOTICES" "$stage/COPYRIGHT-rust-std.html"
+    local quick_note="" lib_profiles
+    ((quick == 0)) || quick_note="QUICK BUILD (tools/dist.sh --quick), NOT A RELEASE: the library-only targets are
+       $QUICK_PROFILE, slower than the release build (docs/release.md)
+"
+    lib_profiles="$(for target in "$LINUX_TARGET" "$WIN_TARGET" "${BUILT_LIB_TARGETS[@]}"; do
+        printf '  %-28s %s\n' "$target" "$(profile_of "$target")"; done)"
     cat >"$stage/BUILDINFO.txt" <<EOF
 pora $VERSION Go module ($MODULE_PATH)
-commit: $COMMIT
+${quick_note}commit: $COMMIT
 rustc: $RUSTC_VERSION
 SOURCE_DATE_EPOCH: $EPOCH
 libraries: cargo build (musl, windows-gnu) or cargo rustc --crate-type staticlib (the others)
            --release --locked --target TARGET -p pora-ffi, then llvm-objcopy --strip-debug
-           --remove-section=.llvmbc (default features: no sim); musl and windows-gnu: the
-           workspace's [profile.release], as in their archives; the others: lto off, debug 0,
-           codegen-units 16 (tools/dist.sh)
+           --remove-section=.llvmbc (default features: no sim); each library's profile
+           (release: the workspace's [profile.release] in Cargo.toml, as the benchmarks):
+$lib_profiles
 use: require $MODULE_PATH in go.mod; until the module is fetched from the network,
      replace $MODULE_PATH => <this folder> (bindings/go/README.md)
 EOF
@@ -255,13 +327,14 @@ build_dist() {
             || fail "cargo build --release --target $target failed"
     done
     # Only the static library (`cargo rustc --crate-type staticlib`): the crate's cdylib would
-    # need each target's linker (none here for macOS). The library-only targets build without
-    # LTO, debug info or few codegen units: the debug
-    # info would be stripped anyway, a consumer's linker drops what it does not call, and these
-    # four full builds must stay within CI's time (the stripped library is ~13 MB instead of ~10).
+    # need each target's linker (none here for macOS). The workspace's [profile.release], as the
+    # musl and windows-gnu builds and the benchmarks; --quick only: LTO off, 16 codegen units, no
+    # debug info (faster to build, slower to run: never a release).
+    local quick_env=()
+    ((quick == 0)) || quick_env=(CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)
     for target in "${BUILT_LIB_TARGETS[@]}"; do
-        step "cargo rustc --release --locked --target $target -p pora-ffi --crate-type staticlib (lto off, no debug info; target dir $target_dir)"
-        CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+        step "cargo rustc --release --locked --target $target -p pora-ffi --crate-type staticlib ($(profile_of "$target"); target dir $target_dir)"
+        env "${quick_env[@]}" \
             CARGO_TARGET_DIR="$target_dir" \
             CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${rustflags[*]}")" \
             CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
@@ -285,7 +358,7 @@ build_dist() {
         cp "$built/$bin" "$stage/"
         strip_lib "$built/libpora_ffi.a" "$stage/libpora_ffi.a"
         write_pc "$stage/pora.pc" "$target" '${pcfiledir}'
-        echo "$target  $(go_dir "$target")  $(stat -c %s "$stage/libpora_ffi.a")  $(sha256sum <"$stage/libpora_ffi.a" | cut -d' ' -f1)" \
+        echo "$target  $(go_dir "$target")  $(stat -c %s "$stage/libpora_ffi.a")  $(sha256sum <"$stage/libpora_ffi.a" | cut -d' ' -f1)  $(profile_of "$target")" \
             >"$stage/TARGETS.txt"
         if [ "$target" = "$WIN_TARGET" ]; then
             # rustc names the import libraries it makes for raw-dylib imports after their path
@@ -319,6 +392,7 @@ rustc: $RUSTC_VERSION
 SOURCE_DATE_EPOCH: $EPOCH
 build: cargo build --release --locked --target $target -p pora -p pora-ffi
        (the workspace's [profile.release], default features: no sim)
+profile: pora and libpora_ffi.a: $(profile_of "$target") (the library stripped of debug info)
 rebuild: git checkout $COMMIT && tools/dist.sh (same rustc and C toolchains; docs/release.md)
 EOF
         find "$stage" -type d -exec chmod 0755 {} +
@@ -363,12 +437,12 @@ with zipfile.ZipFile(out, "w") as z:
             with open(full, "rb") as f:
                 z.writestr(info, f.read(), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
 EOF
-    local gotgz="pora-$VERSION-go.tar.gz"
+    local gotgz="pora-$VERSION$GO_NAME_SUFFIX-go.tar.gz"
     step "writing $out_dir/$gotgz"
     (cd "$work" && tar --create --format=ustar --sort=name --owner=0 --group=0 --numeric-owner \
-        --mtime="@$EPOCH" --file=- "pora-$VERSION-go") | gzip -9 -n >"$out_dir/$gotgz" \
+        --mtime="@$EPOCH" --file=- "pora-$VERSION$GO_NAME_SUFFIX-go") | gzip -9 -n >"$out_dir/$gotgz" \
         || fail "writing $gotgz failed"
-    cp "$work/pora-$VERSION-go/TARGETS.txt" "$out_dir/TARGETS.txt"
+    cp "$work/pora-$VERSION$GO_NAME_SUFFIX-go/TARGETS.txt" "$out_dir/TARGETS.txt"
     (cd "$out_dir" && sha256sum "$tgz" "$zip" "$gotgz" >SHA256SUMS) || fail "writing SHA256SUMS failed"
     rm -rf "$work"
     step "wrote $out_dir: $(cd "$out_dir" && ls | tr '\n' ' ')"

@@ -301,6 +301,10 @@ build_dist() {
         [[ "$p" != *[[:space:]]* ]] || fail "path '$p' contains white space (the C compiler's flags cannot carry it)"
     done
 
+    # Linux objects are assembled with -Wa,--noexecstack: an object without a .note.GNU-stack
+    # section (keccak-asm's keccak1600-x86_64) would give every program linking the library an
+    # executable stack, and bindings/go/link.go no longer forces it off (tools/go-lib.sh does
+    # the same).
     # Last matching rule wins: the target dir (often inside the source tree) comes last.
     local prefixes=("$ROOT=/pora" "$CARGO_HOME_DIR=/cargo" "$SYSROOT=/rustc-sysroot" "$target_dir=/target")
     local rustflags=() cflags=() rule
@@ -318,7 +322,7 @@ build_dist() {
         CARGO_TARGET_DIR="$target_dir" \
             CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
             CC_x86_64_unknown_linux_musl=musl-gcc \
-            CFLAGS_x86_64_unknown_linux_musl="${cflags[*]}" \
+            CFLAGS_x86_64_unknown_linux_musl="${cflags[*]} -Wa,--noexecstack" \
             CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc \
             CFLAGS_x86_64_pc_windows_gnu="${cflags[*]}" \
             CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$ROOT/tools/dist-link-windows.sh" \
@@ -338,8 +342,8 @@ build_dist() {
             CARGO_TARGET_DIR="$target_dir" \
             CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${rustflags[*]}")" \
             CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
-            CFLAGS_aarch64_unknown_linux_gnu="${cflags[*]}" \
-            CFLAGS_x86_64_unknown_linux_gnu="${cflags[*]}" \
+            CFLAGS_aarch64_unknown_linux_gnu="${cflags[*]} -Wa,--noexecstack" \
+            CFLAGS_x86_64_unknown_linux_gnu="${cflags[*]} -Wa,--noexecstack" \
             cargo rustc --release --locked --target "$target" -p pora-ffi --lib --crate-type staticlib \
             || fail "cargo rustc --release --target $target -p pora-ffi --crate-type staticlib failed"
     done

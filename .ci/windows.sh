@@ -137,6 +137,12 @@ step "cargo test --target $WIN_TARGET -p pora --test version_cli --test keccak_c
 cargo test --target "$WIN_TARGET" -p pora --test version_cli --test keccak_cli -- --nocapture \
     || fail "pora --version / per-kernel mining tests failed under Wine"
 
+# Windows keeps a directory undeletable while a handle to a file in it is open: a closed session
+# must have closed every handle it opened (checked after every open/mine/close cycle).
+step "cargo test --target $WIN_TARGET -p pora-mine --test closes_files (a dropped session's handles are closed, under Wine)"
+cargo test --target "$WIN_TARGET" -p pora-mine --test closes_files -- --nocapture \
+    || fail "a dropped session left a handle open under Wine"
+
 # --- the C ABI: libpora_ffi cross-built as a static library, the C example linked with mingw and
 #     run under Wine (es-node ships a Windows build that links this library) ---
 step "cargo build --target $WIN_TARGET -p pora-ffi (static library)"

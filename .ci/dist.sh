@@ -294,12 +294,9 @@ require $MODULE v0.0.0
 
 replace $MODULE => $GM
 EOF
-NORUST_PATH=""
-IFS=: read -r -a path_dirs <<<"$PATH"
-for d in "${path_dirs[@]}"; do
-    [ -n "$d" ] && { [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; } && continue
-    NORUST_PATH="${NORUST_PATH:+$NORUST_PATH:}$d"
-done
+# shellcheck source=tools/path-without-rust.sh
+source "$ROOT/tools/path-without-rust.sh"
+NORUST_PATH="$(path_without_rust)"
 VECTOR_FILES=("$ROOT/testdata/esnode-sample.json" "$ROOT/testdata/esnode-encode.json")
 for f in "$ROOT"/../shared/vectors/esnode-sample.json "$ROOT"/../shared/vectors/esnode-encode.json; do
     [ -f "$f" ] && VECTOR_FILES+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")

@@ -122,12 +122,9 @@ ZIP_EXE="$(find "$U" -maxdepth 2 -path "*$WIN_TARGET/pora.exe" -type f)"
 } | tee "$OUT/archives.txt" >&2
 
 # --- porago from the unpacked module, no Rust on PATH ---
-NORUST_PATH=""
-IFS=: read -r -a path_dirs <<<"$PATH"
-for d in "${path_dirs[@]}"; do
-    [ -n "$d" ] && { [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; } && continue
-    NORUST_PATH="${NORUST_PATH:+$NORUST_PATH:}$d"
-done
+# shellcheck source=tools/path-without-rust.sh
+source "$ROOT/tools/path-without-rust.sh"
+NORUST_PATH="$(path_without_rust)"
 GOENV=(env PATH="$NORUST_PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOCACHE="$OUT/go-cache" GOPATH="$OUT/gopath")
 if "${GOENV[@]}" sh -c 'command -v cargo || command -v rustc' >/dev/null; then
     fail "cargo or rustc is still on the PATH porago is built with"

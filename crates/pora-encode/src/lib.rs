@@ -21,6 +21,7 @@ pub mod error;
 pub mod field;
 #[cfg(target_arch = "x86_64")]
 pub mod ifma;
+pub mod kernel;
 pub mod key;
 pub mod mask;
 pub mod ntt;
@@ -31,8 +32,8 @@ pub mod poseidon;
 pub mod poseidon_ifma;
 pub mod reference;
 
-pub use arith::{Kernel, ARITH_ENV};
 pub use error::{Error, Result};
+pub use kernel::{Kernel, ARITH_ENV};
 pub use key::{encode_key, EncodeKey, COMMIT_LEN};
 pub use mask::{decode, encode, mask, mask_coefficients, mask_with_kernel, mask_word, xor_mask};
 

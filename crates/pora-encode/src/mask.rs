@@ -5,11 +5,12 @@
 
 #[cfg(target_arch = "x86_64")]
 use crate::adx::Adx;
-use crate::arith::{Arith, Kernel, Portable};
+use crate::arith::{Arith, Portable};
 use crate::error::{Error, Result};
 use crate::field::Fr;
 #[cfg(target_arch = "x86_64")]
 use crate::ifma::{Ifma, LANES as IFMA_LANES};
+use crate::kernel::Kernel;
 use crate::ntt::{ntt_in_place_kernel, omega_pow};
 use crate::poseidon::{optimized, permute_lanes};
 use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};

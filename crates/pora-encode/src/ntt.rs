@@ -4,8 +4,9 @@
 //! percent of a mask's cost on the scalar kernels, so it stays simple; the IFMA kernel runs the
 //! last nine stages on vectors (`crate::ntt_ifma`), where the NTT would otherwise be ~15%.
 
-use crate::arith::{Arith, Kernel, Portable};
+use crate::arith::{Arith, Portable};
 use crate::field::Fr;
+use crate::kernel::Kernel;
 use crate::{reference, WORDS_PER_KV};
 use ark_ff::PrimeField;
 use ark_poly::EvaluationDomain;

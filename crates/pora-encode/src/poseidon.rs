@@ -212,9 +212,9 @@ pub fn permute_with<A: Arith>(arith: A, state: [Fr; 3]) -> [Fr; 3] {
 }
 
 /// One permutation (convenience; the mask code uses [`permute_lanes`]), on the process's kernel
-/// ([`crate::arith::Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
+/// ([`crate::kernel::Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
 pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
-    use crate::arith::Kernel;
+    use crate::kernel::Kernel;
     match Kernel::selected_or_panic() {
         #[cfg(target_arch = "x86_64")]
         Kernel::Adx => {

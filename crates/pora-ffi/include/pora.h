@@ -232,14 +232,6 @@ typedef struct PoraSlotParams {
 extern "C" {
 #endif // __cplusplus
 
-// Frees a buffer pora wrote into `*buf` and resets it to `{NULL, 0}`. Freeing an empty buffer
-// is a no-op; freeing one twice, or bytes pora did not allocate, returns
-// `PORA_STATUS_INVALID_ARGUMENT` and touches nothing.
-//
-// # Safety
-// `buf` must be null or point to a writable `PoraBuf`.
-enum PoraStatus pora_buf_free(struct PoraBuf *buf);
-
 // The encoder's multiply kernel for this process, chosen once (the fastest this CPU runs, or
 // `PORA_ENCODE_ARITH`) and checked: `out` holds `{"kernel":"ifma","supported":["portable",...]}`.
 // A bad `PORA_ENCODE_ARITH` (an unknown name, or a kernel this CPU lacks) is
@@ -354,6 +346,14 @@ enum PoraStatus pora_fill_empty_kvs(struct PoraBytes path,
 
 // The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
 uint32_t pora_abi_version(void);
+
+// Frees a buffer pora wrote into `*buf` and resets it to `{NULL, 0}`. Freeing an empty buffer
+// is a no-op; freeing one twice, or bytes pora did not allocate, returns
+// `PORA_STATUS_INVALID_ARGUMENT` and touches nothing.
+//
+// # Safety
+// `buf` must be null or point to a writable `PoraBuf`.
+enum PoraStatus pora_buf_free(struct PoraBuf *buf);
 
 // Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
 // `group_sizes[i]` consecutive files each (one group per `--file` of `pora mine`). `options`

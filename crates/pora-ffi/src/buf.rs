@@ -2,7 +2,7 @@
 //! [`PoraBuf`] (allocated by pora, freed by [`pora_buf_free`]), with a registry of the buffers
 //! handed out so a double free or a foreign pointer is reported instead of corrupting the heap.
 
-use crate::guard::Failure;
+use crate::failure::Failure;
 use crate::PoraStatus;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -85,18 +85,11 @@ impl PoraBytes {
     }
 }
 
-/// Frees a buffer pora wrote into `*buf` and resets it to `{NULL, 0}`. Freeing an empty buffer
-/// is a no-op; freeing one twice, or bytes pora did not allocate, returns
-/// `PORA_STATUS_INVALID_ARGUMENT` and touches nothing.
+/// Frees `*buf` (the body of `pora_buf_free`, exported with the other calls in exports.rs).
 ///
 /// # Safety
 /// `buf` must be null or point to a writable `PoraBuf`.
-#[no_mangle]
-pub unsafe extern "C" fn pora_buf_free(buf: *mut PoraBuf) -> PoraStatus {
-    crate::guard::status_only(|| free(buf))
-}
-
-unsafe fn free(buf: *mut PoraBuf) -> PoraStatus {
+pub(crate) unsafe fn free(buf: *mut PoraBuf) -> PoraStatus {
     if buf.is_null() {
         return PoraStatus::InvalidArgument;
     }

@@ -8,7 +8,8 @@
 //! The `PoraBuf` of these calls carries only the error message (and the fill's JSON summary).
 
 use crate::buf::{PoraBuf, PoraBytes};
-use crate::guard::{self, Failure, Outcome};
+use crate::failure::{Failure, Outcome};
+use crate::guard;
 use crate::{PoraStatus, PORA_ADDRESS_LEN, PORA_COMMIT_LEN, PORA_ENCODE_KEY_LEN, PORA_KV_LEN};
 use pora_encode::{EncodeKey, COMMIT_LEN, MASK_BYTES};
 use pora_prepare::empty::{EmptyFill, FillSummary};
@@ -382,7 +383,7 @@ fn fault_point() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buf::pora_buf_free;
+    use crate::pora_buf_free;
 
     fn message(buf: &mut PoraBuf) -> String {
         let text = unsafe { String::from_utf8_lossy(std::slice::from_raw_parts(buf.ptr, buf.len)) }

@@ -3,14 +3,13 @@
 //! return the records every front end shares (`pora_mine::records`) as JSON.
 
 use crate::buf::{PoraBuf, PoraBytes};
-use crate::guard::{self, Failure, Outcome};
+use crate::failure::{json, mine_failure, Failure, Outcome};
+use crate::guard;
 use crate::params::{self, PoraDifficulty, PoraOpenOptions, PoraSlotParams};
 use crate::registry::{self, Shards};
 use crate::{PoraStatus, PORA_ABI_VERSION};
 use pora_core::keccak::BatchKernel;
 use pora_mine::session::Session;
-use pora_mine::{ErrorKind, MineError};
-use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,18 +20,15 @@ pub extern "C" fn pora_abi_version() -> u32 {
     PORA_ABI_VERSION
 }
 
-pub(crate) fn json(value: &impl Serialize) -> Outcome {
-    serde_json::to_vec(value).map_err(|e| Failure::new(PoraStatus::Panic, e.to_string()))
-}
-
-pub(crate) fn mine_failure(e: MineError) -> Failure {
-    let status = match e.kind() {
-        ErrorKind::InvalidInput | ErrorKind::UnknownShard => PoraStatus::InvalidArgument,
-        ErrorKind::Shard => PoraStatus::Shard,
-        ErrorKind::Io => PoraStatus::Io,
-        ErrorKind::Busy => PoraStatus::Busy,
-    };
-    Failure::new(status, e.to_string())
+/// Frees a buffer pora wrote into `*buf` and resets it to `{NULL, 0}`. Freeing an empty buffer
+/// is a no-op; freeing one twice, or bytes pora did not allocate, returns
+/// `PORA_STATUS_INVALID_ARGUMENT` and touches nothing.
+///
+/// # Safety
+/// `buf` must be null or point to a writable `PoraBuf`.
+#[no_mangle]
+pub unsafe extern "C" fn pora_buf_free(buf: *mut PoraBuf) -> PoraStatus {
+    guard::status_only(|| crate::buf::free(buf))
 }
 
 /// Opens a shard set read-only: `files_len` paths, split into `groups_len` shards of
@@ -140,17 +136,33 @@ pub unsafe extern "C" fn pora_hash(
     out: *mut PoraBuf,
 ) -> PoraStatus {
     guard::call(out, || {
-        let set = registry::shards(handle)?;
-        let randao = params::randao(&randao)?;
-        let required = match difficulty.as_ref() {
-            Some(d) => d.required()?,
-            None => None,
-        };
-        let record = set
-            .session
-            .hash_record(shard, &randao, nonce, required, None);
-        json(&record.map_err(mine_failure)?)
+        hash_json(handle, shard, &randao, nonce, difficulty, 0)
     })
+}
+
+/// The record of `pora_hash` and `pora_hash_overlay` (overlay 0: the files only).
+///
+/// # Safety
+/// `difficulty` must be null or valid; `randao` valid for its length.
+pub(crate) unsafe fn hash_json(
+    handle: u64,
+    shard: u64,
+    randao: &PoraBytes,
+    nonce: u64,
+    difficulty: *const PoraDifficulty,
+    overlay: u64,
+) -> Outcome {
+    let set = registry::shards(handle)?;
+    let randao = params::randao(randao)?;
+    let required = match difficulty.as_ref() {
+        Some(d) => d.required()?,
+        None => None,
+    };
+    let view = registry::overlay_snapshot(overlay)?;
+    let record = set
+        .session
+        .hash_record(shard, &randao, nonce, required, view.as_deref());
+    json(&record.map_err(mine_failure)?)
 }
 
 /// Mines one slot on every shard of the set. `cancel` is a token from `pora_cancel_new` (0 for

@@ -8,33 +8,11 @@
 //! there before, so the host's own panics print exactly as they did.
 
 use crate::buf::PoraBuf;
+use crate::failure::Outcome;
 use crate::PoraStatus;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
-
-/// A failed call: the status and the message for `out`.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub status: PoraStatus,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn new(status: PoraStatus, message: impl Into<String>) -> Failure {
-        Failure {
-            status,
-            message: message.into(),
-        }
-    }
-
-    pub fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new(PoraStatus::InvalidArgument, message)
-    }
-}
-
-/// What a call produces on success: bytes for `out` (empty for calls without a result).
-pub(crate) type Outcome = Result<Vec<u8>, Failure>;
 
 thread_local! {
     /// Depth of pora calls on this thread (a call may run inside another in tests).
@@ -109,7 +87,8 @@ fn catch<T>(body: impl FnOnce() -> T) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buf::pora_buf_free;
+    use crate::failure::Failure;
+    use crate::pora_buf_free;
 
     fn text(buf: &PoraBuf) -> String {
         let bytes = unsafe { std::slice::from_raw_parts(buf.ptr, buf.len) };

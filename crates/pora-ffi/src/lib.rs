@@ -25,21 +25,22 @@ mod buf;
 mod defaults;
 mod encode;
 mod exports;
+mod failure;
 mod guard;
 mod names;
 mod overlay;
 mod params;
 mod registry;
 
-pub use buf::{pora_buf_free, PoraBuf, PoraBytes};
+pub use buf::{PoraBuf, PoraBytes};
 pub use defaults::*;
 pub use encode::{
     pora_decode_kv, pora_encode_kernel, pora_encode_key, pora_encode_kv, pora_fill_empty,
     pora_fill_empty_kvs, pora_mask,
 };
 pub use exports::{
-    pora_abi_version, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close, pora_hash,
-    pora_mine_slot, pora_open,
+    pora_abi_version, pora_buf_free, pora_cancel, pora_cancel_free, pora_cancel_new, pora_close,
+    pora_hash, pora_mine_slot, pora_open,
 };
 pub use names::{pora_name_inputs, PoraInputNames};
 pub use overlay::{

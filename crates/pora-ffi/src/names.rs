@@ -3,7 +3,8 @@
 //! The Go package asks for its names once, at init, with [`pora_name_inputs`].
 
 use crate::buf::PoraBuf;
-use crate::guard::{self, Failure};
+use crate::failure::Failure;
+use crate::guard;
 use pora_core::input::{name_inputs, Input};
 use std::borrow::Cow;
 

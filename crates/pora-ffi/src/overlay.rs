@@ -11,12 +11,11 @@
 //! microseconds and can deadlock a runtime that is stopping).
 
 use crate::buf::{PoraBuf, PoraBytes};
-use crate::exports::{json, mine_failure};
-use crate::guard::{self, Failure};
-use crate::params::{self, PoraDifficulty};
+use crate::failure::Failure;
+use crate::guard;
+use crate::params::PoraDifficulty;
 use crate::registry::{self, lock};
 use crate::PoraStatus;
-use pora_mine::Overlay;
 use std::sync::Arc;
 
 /// Largest KV an overlay takes: es-node's KVs are 128 KiB; 2^30 bounds a caller's mistake.
@@ -135,17 +134,7 @@ pub unsafe extern "C" fn pora_hash_overlay(
     out: *mut PoraBuf,
 ) -> PoraStatus {
     guard::call(out, || {
-        let set = registry::shards(handle)?;
-        let randao = params::randao(&randao)?;
-        let required = match difficulty.as_ref() {
-            Some(d) => d.required()?,
-            None => None,
-        };
-        let view = snapshot(overlay)?.unwrap_or_default();
-        let record = set
-            .session
-            .hash_record(shard, &randao, nonce, required, Some(&view));
-        json(&record.map_err(mine_failure)?)
+        crate::exports::hash_json(handle, shard, &randao, nonce, difficulty, overlay)
     })
 }
 
@@ -160,14 +149,4 @@ pub unsafe extern "C" fn pora_overlay_free(overlay: u64, out: *mut PoraBuf) -> P
         registry::remove_overlay(overlay)?;
         Ok(Vec::new())
     })
-}
-
-/// The snapshot a slot mines with: `None` for id 0.
-pub(crate) fn snapshot(id: u64) -> Result<Option<Arc<Overlay>>, Failure> {
-    if id == 0 {
-        return Ok(None);
-    }
-    let overlay = registry::overlay(id)?;
-    let snapshot = Arc::clone(&lock(&overlay));
-    Ok(Some(snapshot))
 }

@@ -4,7 +4,7 @@
 //! undefined behaviour. An all-zero struct means "the defaults" wherever a default exists.
 
 use crate::buf::PoraBytes;
-use crate::guard::Failure;
+use crate::failure::Failure;
 use crate::{PORA_ADDRESS_LEN, PORA_RANDAO_LEN};
 // es-node's defaults for the difficulty inputs, shared with every door.
 use pora_core::difficulty::{
@@ -202,7 +202,7 @@ impl PoraSlotParams {
             .with_slot_length(Duration::from_millis(self.slot_length_ms))
             .with_find(find)
             .with_required_diff(self.difficulty.required()?)
-            .with_overlay(crate::overlay::snapshot(self.overlay)?))
+            .with_overlay(crate::registry::overlay_snapshot(self.overlay)?))
     }
 }
 

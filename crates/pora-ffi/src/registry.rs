@@ -6,7 +6,7 @@
 //! is held by `Arc`, so closing it while a slot runs on another thread frees it only when that
 //! slot returns.
 
-use crate::guard::Failure;
+use crate::failure::Failure;
 use crate::PoraStatus;
 use pora_mine::session::Session;
 use pora_mine::Overlay;
@@ -165,6 +165,16 @@ pub(crate) fn overlay(id: u64) -> Result<Arc<Mutex<Arc<Overlay>>>, Failure> {
 
 pub(crate) fn remove_overlay(id: u64) -> Result<Arc<Mutex<Arc<Overlay>>>, Failure> {
     lock(&OVERLAYS).remove(id)
+}
+
+/// The snapshot a slot mines with: `None` for id 0.
+pub(crate) fn overlay_snapshot(id: u64) -> Result<Option<Arc<Overlay>>, Failure> {
+    if id == 0 {
+        return Ok(None);
+    }
+    let overlay = overlay(id)?;
+    let snapshot = Arc::clone(&lock(&overlay));
+    Ok(Some(snapshot))
 }
 
 #[cfg(test)]

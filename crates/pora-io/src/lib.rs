@@ -35,11 +35,14 @@ mod error;
 mod inline;
 mod leak;
 mod method;
+mod open;
 mod overlapped_engine;
 mod positional;
 pub use positional::read_exact_at;
 pub mod sim;
 
+#[cfg(target_os = "linux")]
+mod linux;
 #[cfg(unix)]
 pub mod unix;
 #[cfg(target_os = "linux")]
@@ -213,16 +216,9 @@ pub trait BackendFactory: Send + Sync {
     }
 }
 
-/// Whether a disk error under a page of an `mmap` read fails that read (true) or ends the
-/// process: Unix contains SIGBUS (`unix::sigbus`), Windows x86_64 the in-page error
-/// (`windows::guarded_copy`). `auto` takes `mmap` as a candidate only where it is contained.
-pub fn mapped_faults_contained() -> bool {
-    cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"))
-}
-
 /// Opens `paths` read-only for `config.method` (resolving `Auto`) and returns the factory.
 pub fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
-    method::open(paths, config)
+    open::open(paths, config)
 }
 
 /// Reads one sample synchronously through `backend`: push, submit, reap until it completes.

@@ -1,11 +1,9 @@
-//! The table of access methods (`--method` values), their availability on this machine, and the
-//! dispatch from a method to its backend factory.
+//! The table of access methods (`--method` values) and what each can do: the leaf every other
+//! file reads. Whether a method is available here and how it opens are each platform's
+//! (`unix.rs`, `windows.rs`), reached through `open.rs`.
 
-use crate::{BackendFactory, IoConfig, IoError};
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::Arc;
 
 /// An access method. `Auto` resolves to a concrete one when opened.
 #[derive(
@@ -42,6 +40,20 @@ pub enum Method {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unavailable(pub String);
 
+impl Unavailable {
+    /// Why `method` is not this platform's (each platform's file lists the methods it has).
+    pub(crate) fn elsewhere(method: Method) -> Unavailable {
+        let why = match method {
+            Method::Uring | Method::UringDirect => "io_uring exists only on Linux",
+            Method::Iocp | Method::IocpUnbuffered => "IOCP exists only on Windows",
+            Method::Direct => "O_DIRECT is Linux's; on Windows use iocp-unbuffered",
+            Method::Pread | Method::PreadShared | Method::Mmap => "not built for this platform",
+            Method::Sim | Method::Auto => "not a platform's method (open.rs handles it)",
+        };
+        Unavailable(why.into())
+    }
+}
+
 /// What a method or an opened factory can do, for callers that choose defaults, arms or report
 /// shapes by it instead of by lists of methods. Read it from [`Method::capabilities`] before
 /// opening, from [`crate::BackendFactory::capabilities`] after.
@@ -66,6 +78,12 @@ pub struct Capabilities {
     /// waits no longer than it is told. Methods that complete inline never leave a read with the
     /// OS between calls, so they have nothing to withdraw: false.
     pub cancels_in_flight: bool,
+    /// A disk error under a read fails that read alone (an error completion naming the file and
+    /// offset) instead of ending the process. Reads through system calls always are; a mapped
+    /// read (`mmap`) only where the platform's fault is caught: SIGBUS on Unix
+    /// (`unix/sigbus.rs`), the in-page error on Windows x86_64 (`windows/guarded_copy.rs`).
+    /// `auto` takes a method as a candidate only when it is.
+    pub read_faults_contained: bool,
 }
 
 impl Method {
@@ -116,6 +134,7 @@ impl Method {
                 bypasses_page_cache: unbuffered,
                 needs_alignment: unbuffered,
                 cancels_in_flight: false,
+                read_faults_contained: self != Method::Mmap || MAPPED_FAULTS_CONTAINED,
             },
             Method::Uring | Method::UringDirect | Method::Iocp | Method::IocpUnbuffered => {
                 Capabilities {
@@ -123,6 +142,7 @@ impl Method {
                     bypasses_page_cache: unbuffered,
                     needs_alignment: unbuffered,
                     cancels_in_flight: true,
+                    read_faults_contained: true,
                 }
             }
             // Reads at the simulated device are waited for, as on a disk that cannot cancel.
@@ -131,6 +151,7 @@ impl Method {
                 bypasses_page_cache: false,
                 needs_alignment: false,
                 cancels_in_flight: false,
+                read_faults_contained: true,
             },
             Method::Auto => Method::resolve_auto().capabilities(),
         }
@@ -141,30 +162,11 @@ impl Method {
     pub fn is_unbuffered(self) -> bool {
         self.capabilities().bypasses_page_cache
     }
-
-    /// Whether this build and machine can use the method; the reason when not.
-    pub fn availability(self) -> Result<(), Unavailable> {
-        platform_availability(self)
-    }
-
-    /// The concrete real-disk methods usable here, in table order (no `sim`, no `auto`).
-    pub fn available_real() -> Vec<Method> {
-        Method::ALL
-            .into_iter()
-            .filter(|m| !matches!(m, Method::Sim | Method::Auto) && m.availability().is_ok())
-            .collect()
-    }
-
-    /// The documented rule for `auto` until a tune profile says otherwise: io_uring with
-    /// O_DIRECT where it works (deep queues from few threads, no page-cache pollution), then
-    /// IOCP unbuffered on Windows, then per-worker pread.
-    pub fn resolve_auto() -> Method {
-        [Method::UringDirect, Method::IocpUnbuffered, Method::Pread]
-            .into_iter()
-            .find(|m| m.availability().is_ok())
-            .unwrap_or(Method::Pread)
-    }
 }
+
+/// Whether this platform catches the fault of a mapped read: Unix's SIGBUS handler, Windows
+/// x86_64's guarded copy; elsewhere an in-page error ends the process.
+const MAPPED_FAULTS_CONTAINED: bool = cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"));
 
 impl fmt::Display for Method {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,116 +185,4 @@ impl FromStr for Method {
                 format!("unknown method `{s}` (one of: {})", names.join(", "))
             })
     }
-}
-
-#[cfg(target_os = "linux")]
-fn platform_availability(m: Method) -> Result<(), Unavailable> {
-    match m {
-        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Auto => {
-            Ok(())
-        }
-        Method::Sim => crate::sim::availability(),
-        Method::Uring | Method::UringDirect => crate::uring::probe().map_err(Unavailable),
-        Method::Iocp | Method::IocpUnbuffered => {
-            Err(Unavailable("IOCP exists only on Windows".into()))
-        }
-    }
-}
-
-#[cfg(windows)]
-fn platform_availability(m: Method) -> Result<(), Unavailable> {
-    match m {
-        Method::Pread
-        | Method::PreadShared
-        | Method::Mmap
-        | Method::Iocp
-        | Method::IocpUnbuffered
-        | Method::Auto => Ok(()),
-        Method::Sim => crate::sim::availability(),
-        Method::Direct => Err(Unavailable(
-            "O_DIRECT is Linux's; on Windows use iocp-unbuffered".into(),
-        )),
-        Method::Uring | Method::UringDirect => {
-            Err(Unavailable("io_uring exists only on Linux".into()))
-        }
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn platform_availability(m: Method) -> Result<(), Unavailable> {
-    match m {
-        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap | Method::Auto => {
-            Ok(())
-        }
-        Method::Sim => crate::sim::availability(),
-        Method::Uring | Method::UringDirect => {
-            Err(Unavailable("io_uring exists only on Linux".into()))
-        }
-        Method::Iocp | Method::IocpUnbuffered => {
-            Err(Unavailable("IOCP exists only on Windows".into()))
-        }
-    }
-}
-
-/// Resolves `auto`, checks availability and opens the method's factory.
-pub(crate) fn open(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    let method = match config.method {
-        Method::Auto => Method::resolve_auto(),
-        m => m,
-    };
-    method.availability().map_err(|u| IoError::Unavailable {
-        method: method.name(),
-        reason: u.0,
-    })?;
-    if paths.is_empty() {
-        return Err(IoError::Config("no files to open".into()));
-    }
-    if paths.len() > u32::MAX as usize {
-        return Err(IoError::Config("too many files".into()));
-    }
-    match method {
-        Method::Sim => crate::sim::open(paths, config),
-        // `auto` must not fail where a plain method works: O_DIRECT can be refused by the files'
-        // file system (overlayfs, procfs, old tmpfs), which only opening the files reveals.
-        _ if config.method == Method::Auto && method != Method::Pread => {
-            match platform_open(method, paths, config) {
-                Err(IoError::Unavailable { .. }) => platform_open(Method::Pread, paths, config),
-                other => other,
-            }
-        }
-        _ => platform_open(method, paths, config),
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn platform_open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    match method {
-        Method::Uring | Method::UringDirect => crate::uring::open(method, paths, config),
-        _ => crate::unix::open(method, paths, config),
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn platform_open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    crate::unix::open(method, paths, config)
-}
-
-#[cfg(windows)]
-fn platform_open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
-    crate::windows::open(method, paths, config)
 }

@@ -2,8 +2,46 @@
 //! the plain read that the buffered synchronous methods and the simulated disk share, and any
 //! byte range for callers that share one handle between threads (scrub, decode).
 
-use crate::{ReadError, ReadErrorKind, Sample, SAMPLE_LEN};
+use crate::{Method, ReadError, ReadErrorKind, Sample, SampleRead, SAMPLE_LEN};
 use std::fs::File;
+use std::sync::Arc;
+
+/// One worker's positional reader (`pread` on Unix, `seek_read` on Windows) over its handles:
+/// one sample at a time, or where the method reads whole blocks, the block around it into the
+/// worker's buffer (`B`, the platform's).
+pub(crate) struct PositionalReader<B> {
+    pub method: Method,
+    pub files: Arc<Vec<File>>,
+    pub block: Option<B>,
+}
+
+/// How a platform reads one sample through the block around it, into a worker's buffer.
+pub(crate) trait BlockRead {
+    fn read_block(&mut self, file: &File, r: &SampleRead) -> Result<Sample, ReadError>;
+}
+
+impl<B: BlockRead> PositionalReader<B> {
+    /// The sample `r` names.
+    pub(crate) fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
+        let file = self
+            .files
+            .get(r.file as usize)
+            .ok_or_else(|| no_such_file(r))?;
+        match &mut self.block {
+            None => read_sample(file, r.file, r.offset),
+            Some(block) => block.read_block(file, r),
+        }
+    }
+}
+
+/// The error for a read naming a file index the factory was not opened with.
+pub(crate) fn no_such_file(r: &SampleRead) -> ReadError {
+    ReadError {
+        file: r.file,
+        offset: r.offset,
+        kind: ReadErrorKind::Os(BAD_HANDLE),
+    }
+}
 
 /// Reads the 32 bytes at `offset`, resuming partial reads and retrying interruptions (and
 /// EAGAIN); end of file becomes a short read, any other failure the OS error, both with the
@@ -66,6 +104,10 @@ const EIO: i32 = libc::EIO;
 /// ERROR_READ_FAULT.
 #[cfg(windows)]
 const EIO: i32 = 30;
+#[cfg(unix)]
+const BAD_HANDLE: i32 = libc::EBADF;
+#[cfg(windows)]
+const BAD_HANDLE: i32 = crate::overlapped_engine::WIN32_ERROR_INVALID_HANDLE;
 
 #[cfg(unix)]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {

@@ -17,9 +17,11 @@ use crate::align::{self, AlignedBuf};
 use crate::host::file_system::fs_type_of_file;
 use crate::host::sector_size::logical_block_size;
 use crate::inline::{InlineBackend, InlineReader};
+pub(crate) use crate::positional::no_such_file;
+use crate::positional::{BlockRead, PositionalReader};
 use crate::{
     Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
-    Sample, SampleRead, SAMPLE_LEN,
+    Sample, SampleRead, Unavailable, SAMPLE_LEN,
 };
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -103,15 +105,6 @@ fn os_error(file: u32, offset: u64, e: &std::io::Error) -> ReadError {
     }
 }
 
-/// The error for a read naming a file index the factory was not opened with.
-pub(crate) fn no_such_file(read: &SampleRead) -> ReadError {
-    ReadError {
-        file: read.file,
-        offset: read.offset,
-        kind: ReadErrorKind::Os(libc::EBADF),
-    }
-}
-
 /// Reads the `unit`-aligned block(s) around the sample at `offset` into `buf` and returns the
 /// sample. `resume_align` is the granularity at which a partial read may be continued (the
 /// logical block for O_DIRECT, 1 for buffered files; a power of two); a read that stops elsewhere, or returns 0,
@@ -160,6 +153,15 @@ pub(crate) fn pread_block(
         .expect("32-byte slice"))
 }
 
+/// Which methods every Unix has: the synchronous ones (Linux adds io_uring: `linux.rs`).
+pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
+    match method {
+        Method::Pread | Method::PreadShared | Method::Direct | Method::Mmap => Ok(()),
+        other => Err(Unavailable::elsewhere(other)),
+    }
+}
+
+/// Opens `method`'s factory over `paths` (available, checked by the caller).
 pub(crate) fn open(
     method: Method,
     paths: &[PathBuf],
@@ -192,7 +194,7 @@ pub(crate) fn open(
         Method::Mmap => mmap::open(paths, config),
         _ => Err(IoError::Unavailable {
             method: method.name(),
-            reason: "not a synchronous Unix method".into(),
+            reason: "not a Unix method".into(),
         }),
     }
 }
@@ -282,10 +284,13 @@ impl BackendFactory for PreadFactory {
         };
         // Reads complete one at a time inside `submit`, so one buffer serves the whole depth.
         let block = match self.unit {
-            Some(u) => Some((u, AlignedBuf::new(align::max_span(u.unit), u.buf_align)?)),
+            Some(u) => Some(UnitBuf(
+                u,
+                AlignedBuf::new(align::max_span(u.unit), u.buf_align)?,
+            )),
             None => None,
         };
-        let reader = PreadReader {
+        let reader = PositionalReader {
             method: self.method,
             files,
             block,
@@ -294,25 +299,21 @@ impl BackendFactory for PreadFactory {
     }
 }
 
-struct PreadReader {
-    method: Method,
-    files: Arc<Vec<File>>,
-    /// The read unit and the worker's buffer, for block reads.
-    block: Option<(ReadUnit, AlignedBuf)>,
+/// A worker's block unit and buffer, for block reads (`direct`, or a `--block-size`).
+struct UnitBuf(ReadUnit, AlignedBuf);
+
+impl BlockRead for UnitBuf {
+    fn read_block(&mut self, file: &File, r: &SampleRead) -> Result<Sample, ReadError> {
+        let UnitBuf(u, buf) = self;
+        pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf)
+    }
 }
 
-impl InlineReader for PreadReader {
+impl InlineReader for PositionalReader<UnitBuf> {
     fn method(&self) -> Method {
         self.method
     }
     fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
-        let file = self
-            .files
-            .get(r.file as usize)
-            .ok_or_else(|| no_such_file(r))?;
-        match &mut self.block {
-            None => crate::positional::read_sample(file, r.file, r.offset),
-            Some((u, buf)) => pread_block(file, r.file, r.offset, u.unit, u.resume_align, buf),
-        }
+        PositionalReader::read(self, r)
     }
 }

@@ -44,10 +44,23 @@ mod guarded_copy {
     }
 }
 
-use crate::{BackendFactory, IoConfig, IoError, Method};
+use crate::{BackendFactory, IoConfig, IoError, Method, Unavailable};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Which methods Windows has.
+pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
+    match method {
+        Method::Pread
+        | Method::PreadShared
+        | Method::Mmap
+        | Method::Iocp
+        | Method::IocpUnbuffered => Ok(()),
+        other => Err(Unavailable::elsewhere(other)),
+    }
+}
+
+/// Opens `method`'s factory over `paths` (available, checked by the caller).
 pub(crate) fn open(
     method: Method,
     paths: &[PathBuf],

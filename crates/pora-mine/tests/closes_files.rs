@@ -44,7 +44,7 @@ fn open_on(_: &Path) -> Option<usize> {
 
 fn methods() -> Vec<pora_io::Method> {
     let mut methods = vec![pora_io::Method::Pread, pora_io::Method::PreadShared];
-    if pora_io::mapped_faults_contained() {
+    if pora_io::Method::Mmap.capabilities().read_faults_contained {
         methods.push(pora_io::Method::Mmap);
     }
     methods.push(pora_io::Method::Auto);

@@ -255,7 +255,7 @@ pub fn queue_facts(device_dir: &Path) -> QueueFacts {
         nr_requests: read_num(&q.join("nr_requests")),
         read_ahead_kb: read_num(&q.join("read_ahead_kb")),
         rotational: read_num::<u8>(&q.join("rotational")).map(|r| r != 0),
-        logical_block_bytes: super::sector_size::queue_logical_block(device_dir).ok(),
+        logical_block_bytes: queue_logical_block(device_dir).ok(),
         physical_block_bytes: read_num(&q.join("physical_block_size")),
     }
 }
@@ -335,6 +335,29 @@ fn layer_of(disk_dir: &Path, name: &str) -> Option<Layer> {
         name: name.to_string(),
         level,
     })
+}
+
+/// `<disk dir>/queue/logical_block_size`, as the kernel reports it.
+pub(crate) fn queue_logical_block(disk_dir: &Path) -> Result<u32, Unknown> {
+    let p = disk_dir.join("queue/logical_block_size");
+    let text = std::fs::read_to_string(&p).map_err(|e| Unknown(format!("{}: {e}", p.display())))?;
+    text.trim()
+        .parse()
+        .map_err(|_| Unknown(format!("{}: not a number: {text:?}", p.display())))
+}
+
+impl BlockDevice {
+    /// The disk's logical block size in bytes (the O_DIRECT alignment unit), Linux only.
+    pub fn logical_block_size(&self) -> Result<u32, Unknown> {
+        #[cfg(target_os = "linux")]
+        {
+            queue_logical_block(&self.disk_sys_dir)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Err(Unknown(super::NOT_LINUX.into()))
+        }
+    }
 }
 
 #[cfg(test)]

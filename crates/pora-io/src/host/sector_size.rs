@@ -2,9 +2,10 @@
 //! on Windows), where it is learned, and the one rule a size reported by the OS must pass before
 //! pora aligns reads to it.
 
-use super::block_device::BlockDevice;
-use super::Unknown;
+#[cfg(target_os = "linux")]
+use super::block_device::queue_logical_block;
 use std::fs::File;
+#[cfg(target_os = "linux")]
 use std::path::Path;
 
 /// Sector size assumed when the device cannot be asked: the largest common one (the "4Kn" /
@@ -94,29 +95,6 @@ pub(crate) fn sysfs_logical_block_at(sys: &Path, major: u32, minor: u32) -> Opti
     let dir = super::block_device::sysfs_dir(sys, major, minor).ok()?;
     let disk_dir = super::block_device::whole_disk_dir(&dir);
     plausible_sector_size(queue_logical_block(&disk_dir).ok()?)
-}
-
-/// `<disk dir>/queue/logical_block_size`, as the kernel reports it.
-pub(crate) fn queue_logical_block(disk_dir: &Path) -> Result<u32, Unknown> {
-    let p = disk_dir.join("queue/logical_block_size");
-    let text = std::fs::read_to_string(&p).map_err(|e| Unknown(format!("{}: {e}", p.display())))?;
-    text.trim()
-        .parse()
-        .map_err(|_| Unknown(format!("{}: not a number: {text:?}", p.display())))
-}
-
-impl BlockDevice {
-    /// The disk's logical block size in bytes (the O_DIRECT alignment unit), Linux only.
-    pub fn logical_block_size(&self) -> Result<u32, Unknown> {
-        #[cfg(target_os = "linux")]
-        {
-            queue_logical_block(&self.disk_sys_dir)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            Err(Unknown(super::NOT_LINUX.into()))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::guarded_copy;
 use crate::align::{describe_read_unit, power_of_two_read_unit, SpanPlan};
 use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads, TIMED_SAMPLE_EVERY};
 use crate::inline::{InlineBackend, InlineReader};
-use crate::overlapped_engine::WIN32_ERROR_INVALID_HANDLE;
+use crate::positional::{no_such_file, BlockRead, PositionalReader};
 use crate::{
     Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
     Sample, SampleRead, SAMPLE_LEN,
@@ -64,10 +64,6 @@ fn read_error(r: &SampleRead, kind: ReadErrorKind) -> ReadError {
         offset: r.offset,
         kind,
     }
-}
-
-fn no_such_file(r: &SampleRead) -> ReadError {
-    read_error(r, ReadErrorKind::Os(WIN32_ERROR_INVALID_HANDLE))
 }
 
 /// The sample inside `bytes` (what a block read returned), or a short read when the file ended
@@ -183,9 +179,11 @@ impl BackendFactory for PreadFactory {
             None => open_all(&self.paths, FILE_FLAG_RANDOM_ACCESS)?,
         };
         let reader = PreadReader {
-            method: self.method,
-            files,
-            block: BlockBuf::new(self.plan),
+            reader: PositionalReader {
+                method: self.method,
+                files,
+                block: BlockBuf::new(self.plan),
+            },
             tally: CacheReadTally::new(self.cache_reads.clone(), TIMED_SAMPLE_EVERY),
         };
         Ok(Box::new(InlineBackend::new(reader, depth)))
@@ -195,27 +193,25 @@ impl BackendFactory for PreadFactory {
     }
 }
 
+impl BlockRead for BlockBuf {
+    fn read_block(&mut self, file: &File, r: &SampleRead) -> Result<Sample, ReadError> {
+        seek_read_block(file, r, self)
+    }
+}
+
+/// The positional reader with each read's latency counted for the cache-hit tally.
 struct PreadReader {
-    method: Method,
-    files: Arc<Vec<File>>,
-    block: Option<BlockBuf>,
+    reader: PositionalReader<BlockBuf>,
     tally: CacheReadTally,
 }
 
 impl InlineReader for PreadReader {
     fn method(&self) -> Method {
-        self.method
+        self.reader.method
     }
     fn read(&mut self, r: &SampleRead) -> Result<Sample, ReadError> {
-        let file = self
-            .files
-            .get(r.file as usize)
-            .ok_or_else(|| no_such_file(r))?;
-        let block = &mut self.block;
-        self.tally.timed(|| match block {
-            None => crate::positional::read_sample(file, r.file, r.offset),
-            Some(block) => seek_read_block(file, r, block),
-        })
+        let reader = &mut self.reader;
+        self.tally.timed(|| reader.read(r))
     }
 }
 

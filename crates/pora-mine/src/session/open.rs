@@ -340,19 +340,18 @@ pub fn read_path(method: Method) -> ReadPath {
 /// each the best this platform has; a profile's method replaces the platform's default of its
 /// path, with the profile's knobs.
 pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
-    let first_available =
-        |methods: &[Method]| methods.iter().copied().find(|m| m.availability().is_ok());
-    // A map only where a failing disk's fault under it fails the read instead of ending the
-    // process: Unix contains SIGBUS, Windows x86_64 the in-page error (docs/io-methods.md).
-    let maps: &[Method] = if pora_io::mapped_faults_contained() {
-        &[Method::Mmap]
-    } else {
-        &[]
+    // Only a method under which a failing disk's fault fails the read instead of ending the
+    // process (a map is not everywhere: docs/io-methods.md).
+    let first_usable = |methods: &[Method]| {
+        methods
+            .iter()
+            .copied()
+            .find(|m| m.availability().is_ok() && m.capabilities().read_faults_contained)
     };
     let defaults = [
-        first_available(&[Method::Uring, Method::Iocp, Method::Pread]),
-        first_available(&[Method::UringDirect, Method::IocpUnbuffered, Method::Direct]),
-        first_available(maps),
+        first_usable(&[Method::Uring, Method::Iocp, Method::Pread]),
+        first_usable(&[Method::UringDirect, Method::IocpUnbuffered, Method::Direct]),
+        first_usable(&[Method::Mmap]),
     ];
     defaults
         .into_iter()

@@ -8,7 +8,7 @@
 //! does not come in time is decided without (the model's own estimate), a switch that cannot
 //! open in time is not made this slot.
 
-use super::open::available_cpus;
+use crate::defaults::available_cpus;
 use crate::errand::Errands;
 use crate::records::{Choice, SteeringRecord};
 use crate::steer::{Candidate, Observation, SlotOutcome, Steering};

@@ -280,81 +280,11 @@ impl Steering {
             .unwrap_or(self.believed_cached_fraction)
             .clamp(0.0, 1.0);
         let cacheable = obs.cacheable_fraction.map(|c| c.clamp(0.0, 1.0));
-        let shape = SlotShape {
-            pages: obs.pool_bytes as f64 / model::PAGE_BYTES,
-            cached_fraction: cached,
-            cacheable_fraction: cacheable.unwrap_or(0.0),
-            samples_needed: obs.samples_needed,
-            slot_sec: obs.slot_sec,
-            cpus: obs.cpus,
-        };
-        let only_mapped = self.candidates.iter().all(|c| c.path == ReadPath::Mapped);
-        let mapped_eligible = only_mapped
-            || (cached >= MAPPED_FROM_FRACTION
-                && obs.cacheable_fraction.is_some_and(|c| c >= MAPPED_HEADROOM));
-        let scored: Vec<(usize, Outlook, PathRates, RateSource)> = self
-            .candidates
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.path != ReadPath::Mapped || mapped_eligible)
-            .map(|(i, c)| {
-                let (rates, source) = self.rates_for(c);
-                (
-                    i,
-                    outlook(c.path, &rates, &shape, HORIZON_SLOTS),
-                    rates,
-                    source,
-                )
-            })
-            .collect();
-        let score_of = |i: usize| scored.iter().find(|s| s.0 == i).map(|s| s.1.horizon_mean);
-        // The best by the horizon's mean. On a tie a map goes first (where it is a candidate,
-        // it reads cached samples for a fraction of the CPU), then buffered before direct.
-        let rank = |i: usize| match self.candidates[i].path {
-            ReadPath::Mapped => 0,
-            ReadPath::Buffered => 1,
-            ReadPath::Direct => 2,
-        };
-        let mut best = scored[0].0;
-        for s in &scored[1..] {
-            let (score, top) = (s.1.horizon_mean, score_of(best).unwrap_or(0.0));
-            if score > top + 1e-6 || (score > top - 1e-6 && rank(s.0) < rank(best)) {
-                best = s.0;
-            }
-        }
-        // Stay unless the best is clearly better (or is the map, as good and cheaper).
-        if let Some(incumbent) = score_of(self.incumbent) {
-            let to_map = self.candidates[best].path == ReadPath::Mapped
-                && self.candidates[self.incumbent].path != ReadPath::Mapped;
-            if !to_map && incumbent >= score_of(best).unwrap_or(0.0) * (1.0 - SWITCH_MARGIN) {
-                best = self.incumbent;
-            }
-        }
-        let best_outlook = scored.iter().find(|s| s.0 == best).map(|s| s.1);
-        let mut chosen = best;
-        let mut exploring = false;
-        if let Some(b) = best_outlook.filter(|b| self.slots > 0 && b.next < 0.999) {
-            let unexplored = scored.iter().find(|(i, o, _, source)| {
-                let c = &self.candidates[*i];
-                let state = &self.paths[path_index(c.path)];
-                let unknown = *source == RateSource::Assumed
-                    && o.horizon_mean >= EXPLORE_WITHIN * b.horizon_mean;
-                let stale = *source == RateSource::Measured
-                    && state
-                        .measured_at_slot
-                        .is_some_and(|at| self.slots - at >= MEASURED_STALE_AFTER_SLOTS);
-                *i != best
-                    && c.path != ReadPath::Mapped
-                    && (unknown || stale)
-                    && state
-                        .explored_at_slot
-                        .is_none_or(|at| self.slots - at >= EXPLORE_EVERY_SLOTS)
-            });
-            if let Some((i, ..)) = unexplored {
-                chosen = *i;
-                exploring = true;
-            }
-        }
+        let scored = self.score(obs, cached);
+        let best = self.best(&scored);
+        let explore = self.to_explore(&scored, best);
+        let chosen = explore.unwrap_or(best);
+        let exploring = explore.is_some();
         let candidate = self.candidates[chosen];
         if exploring {
             self.explorations += 1;
@@ -371,18 +301,18 @@ impl Steering {
         self.cached_fraction_start = cached;
         let forecasts: Vec<CandidateForecast> = scored
             .iter()
-            .map(|(i, o, rates, source)| CandidateForecast {
-                method: self.candidates[*i].method,
-                predicted_mining_power: o.next,
-                predicted_steady_mining_power: o.steady,
-                device_reads_per_sec: rates.device_reads_per_sec,
-                rate_source: *source,
+            .map(|s| CandidateForecast {
+                method: self.candidates[s.index].method,
+                predicted_mining_power: s.outlook.next,
+                predicted_steady_mining_power: s.outlook.steady,
+                device_reads_per_sec: s.rates.device_reads_per_sec,
+                rate_source: s.source,
             })
             .collect();
         let predicted = scored
             .iter()
-            .find(|s| s.0 == chosen)
-            .map(|s| s.1)
+            .find(|s| s.index == chosen)
+            .map(|s| s.outlook)
             .expect("the chosen candidate was scored");
         let why = explain(&candidate, exploring, cached, cacheable, obs, &forecasts);
         Decision {
@@ -394,6 +324,99 @@ impl Steering {
             forecasts,
             why,
         }
+    }
+
+    /// The outlook of every candidate eligible for this slot (a map only when the cache holds
+    /// enough of the files and has room for the rest, or when maps are all there is).
+    fn score(&self, obs: &Observation, cached: f64) -> Vec<Scored> {
+        let shape = SlotShape {
+            pages: obs.pool_bytes as f64 / model::PAGE_BYTES,
+            cached_fraction: cached,
+            cacheable_fraction: obs.cacheable_fraction.map_or(0.0, |c| c.clamp(0.0, 1.0)),
+            samples_needed: obs.samples_needed,
+            slot_sec: obs.slot_sec,
+            cpus: obs.cpus,
+        };
+        let only_mapped = self.candidates.iter().all(|c| c.path == ReadPath::Mapped);
+        let mapped_eligible = only_mapped
+            || (cached >= MAPPED_FROM_FRACTION
+                && obs.cacheable_fraction.is_some_and(|c| c >= MAPPED_HEADROOM));
+        self.candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.path != ReadPath::Mapped || mapped_eligible)
+            .map(|(index, c)| {
+                let (rates, source) = self.rates_for(c);
+                Scored {
+                    index,
+                    outlook: outlook(c.path, &rates, &shape, HORIZON_SLOTS),
+                    rates,
+                    source,
+                }
+            })
+            .collect()
+    }
+
+    /// The best by the horizon's mean, staying with the incumbent unless the best is clearly
+    /// better (or is the map, as good and cheaper). On a tie a map goes first (where it is a
+    /// candidate, it reads cached samples for a fraction of the CPU), then buffered before
+    /// direct.
+    fn best(&self, scored: &[Scored]) -> usize {
+        let score_of = |i: usize| {
+            scored
+                .iter()
+                .find(|s| s.index == i)
+                .map(|s| s.outlook.horizon_mean)
+        };
+        let rank = |i: usize| match self.candidates[i].path {
+            ReadPath::Mapped => 0,
+            ReadPath::Buffered => 1,
+            ReadPath::Direct => 2,
+        };
+        let mut best = scored[0].index;
+        for s in &scored[1..] {
+            let (score, top) = (s.outlook.horizon_mean, score_of(best).unwrap_or(0.0));
+            if score > top + 1e-6 || (score > top - 1e-6 && rank(s.index) < rank(best)) {
+                best = s.index;
+            }
+        }
+        if let Some(incumbent) = score_of(self.incumbent) {
+            let to_map = self.candidates[best].path == ReadPath::Mapped
+                && self.candidates[self.incumbent].path != ReadPath::Mapped;
+            if !to_map && incumbent >= score_of(best).unwrap_or(0.0) * (1.0 - SWITCH_MARGIN) {
+                best = self.incumbent;
+            }
+        }
+        best
+    }
+
+    /// A path worth one exploring slot instead of `best`, when `best` does not promise the whole
+    /// slot: one whose rate is only assumed yet could come close, or whose measurement is stale,
+    /// and that was not explored lately. Never a map (its rate follows from the cache).
+    fn to_explore(&self, scored: &[Scored], best: usize) -> Option<usize> {
+        let b = scored.iter().find(|s| s.index == best)?.outlook;
+        if self.slots == 0 || b.next >= 0.999 {
+            return None;
+        }
+        scored
+            .iter()
+            .find(|s| {
+                let c = &self.candidates[s.index];
+                let state = &self.paths[path_index(c.path)];
+                let unknown = s.source == RateSource::Assumed
+                    && s.outlook.horizon_mean >= EXPLORE_WITHIN * b.horizon_mean;
+                let stale = s.source == RateSource::Measured
+                    && state
+                        .measured_at_slot
+                        .is_some_and(|at| self.slots - at >= MEASURED_STALE_AFTER_SLOTS);
+                s.index != best
+                    && c.path != ReadPath::Mapped
+                    && (unknown || stale)
+                    && state
+                        .explored_at_slot
+                        .is_none_or(|at| self.slots - at >= EXPLORE_EVERY_SLOTS)
+            })
+            .map(|s| s.index)
     }
 
     /// Learns from the slot the current candidate just ran; returns the hit ratio it measured
@@ -498,6 +521,15 @@ fn explain(
         cached * 100.0,
         each.join(", ")
     )
+}
+
+/// One candidate's outlook for the coming slots and the rates it was computed from.
+struct Scored {
+    /// Index into the steering's candidates.
+    index: usize,
+    outlook: Outlook,
+    rates: PathRates,
+    source: RateSource,
 }
 
 #[cfg(test)]

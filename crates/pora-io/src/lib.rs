@@ -240,6 +240,21 @@ pub fn read_one(backend: &mut dyn Backend, file: u32, offset: u64) -> Result<Sam
     Ok(out.pop().expect("one completion").result?)
 }
 
+/// Ends the process now with `code`, without the runtime's cleanup: what a program calls once its
+/// output is flushed. On Unix the cleanup can wait for a stalled disk (Rust's unmaps the main
+/// thread's signal stack, which waits while any fault on a mapped file waits): `_exit` instead.
+/// Elsewhere `std::process::exit` (under Wine, `TerminateProcess` of this process ended it no
+/// sooner with a thread held in a FUSE read: docs/RELIABILITY.md).
+pub fn exit_at_once(code: i32) -> ! {
+    #[cfg(unix)]
+    // SAFETY: _exit has no preconditions; nothing after it runs.
+    unsafe {
+        libc::_exit(code)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(code)
+}
+
 /// Lets a command-line program die quietly of SIGPIPE when its reader goes away (`pora info |
 /// head`), as Unix tools do; Rust ignores SIGPIPE by default, which turns every later `println!`
 /// into a panic. No-op elsewhere.

@@ -111,18 +111,7 @@ fn exit_now(code: ExitCode) -> ! {
     } else {
         1
     };
-    exit_process(value)
-}
-
-#[cfg(unix)]
-fn exit_process(value: i32) -> ! {
-    // SAFETY: _exit has no preconditions; nothing after it runs.
-    unsafe { libc::_exit(value) }
-}
-
-#[cfg(not(unix))]
-fn exit_process(value: i32) -> ! {
-    std::process::exit(value)
+    pora_io::exit_at_once(value)
 }
 
 fn print_version() -> ExitCode {

@@ -602,7 +602,7 @@ pub fn steady_state_finding(files: &[PathBuf]) -> Finding {
         Ok(profile::Lookup::Use { profile: p, .. }) => profile_rates(&p),
         _ => Vec::new(),
     };
-    let o = pora_mine::session::outlook(files, &profiled);
+    let o = pora_mine::session::files_outlook(files, &profiled);
     let Some(room) = &o.room else {
         return finding(
             "steady-state",

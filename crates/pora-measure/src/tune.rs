@@ -503,7 +503,7 @@ pub fn steady_outlook(
                 .map(|r| (r.method, r.samples_per_sec)),
         )
         .collect();
-    pora_mine::session::outlook(files, &rates)
+    pora_mine::session::files_outlook(files, &rates)
 }
 
 /// The profile `pora mine` loads for `files`, from the knee of a finished run.

@@ -20,7 +20,7 @@
 //! that exist.
 
 use crate::errand::Errands;
-use crate::worker::{self, Lane, Published, SlotShared, WorkerOutcome};
+use crate::worker::{self, Assignment, Published, SlotShared, WorkerOutcome};
 use crate::MineError;
 use pora_io::{Backend, BackendFactory};
 use std::collections::HashMap;
@@ -109,7 +109,7 @@ enum Job {
 /// One slot's work for one worker.
 pub(crate) struct SlotJob {
     pub shared: Arc<SlotShared>,
-    pub lane: Lane,
+    pub assignment: Assignment,
     pub published: Arc<Mutex<Published>>,
     pub handoff: Arc<Handoff>,
     pub reply: Sender<Reply>,
@@ -476,7 +476,12 @@ fn serve_jobs(mut backend: Box<dyn Backend>, jobs: Receiver<Job>, shelf: Weak<Sh
             }
         };
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            worker::run(backend.as_mut(), &job.shared, job.lane, &job.published)
+            worker::run(
+                backend.as_mut(),
+                &job.shared,
+                job.assignment,
+                &job.published,
+            )
         }));
         backend.drop_queued();
         let idle = backend.in_flight() == 0 || backend.cancel_all(SETTLE_WAIT).is_idle();

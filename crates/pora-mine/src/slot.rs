@@ -11,7 +11,9 @@ use crate::lanes::Hash0Prefix;
 use crate::overlay::ShardOverlay;
 use crate::pool::{Handoff, PoolState, Reply, SlotJob, WorkerThread};
 use crate::verify::{Unconfirmed, Verifier};
-use crate::worker::{Candidate, End, Lane, Published, ShardTally, SlotShared, WorkerOutcome};
+use crate::worker::{
+    Assignment, End, Published, ShardTally, SlotShared, ValidNonce, WorkerOutcome,
+};
 use crate::{
     Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
 };
@@ -161,7 +163,7 @@ fn run_workers(
             let (published, handoff) = (Arc::new(Mutex::new(Published::default())), Handoff::new());
             let job = SlotJob {
                 shared: shared.clone(),
-                lane: Lane::new(pool, i),
+                assignment: Assignment::new(pool, i),
                 published: published.clone(),
                 handoff: handoff.clone(),
                 reply: tx.clone(),
@@ -506,10 +508,10 @@ fn candidates_to_verify(
     shards: usize,
     find: Find,
     outcomes: &[WorkerOutcome],
-) -> Vec<Vec<Candidate>> {
+) -> Vec<Vec<ValidNonce>> {
     (0..shards)
         .map(|s| {
-            let mut candidates: Vec<Candidate> = outcomes
+            let mut candidates: Vec<ValidNonce> = outcomes
                 .iter()
                 .flat_map(|o| o.candidates.iter().copied())
                 .filter(|c| c.shard == s)
@@ -541,7 +543,7 @@ impl VerifyJob {
         self,
         errands: &crate::errand::Errands,
         mut verifier: Verifier,
-        candidates: Vec<Vec<Candidate>>,
+        candidates: Vec<Vec<ValidNonce>>,
     ) -> Option<mpsc::Receiver<Verified>> {
         let (tx, rx) = mpsc::channel::<Verified>();
         errands
@@ -563,7 +565,7 @@ impl VerifyJob {
         &self,
         verifier: &mut Verifier,
         s: usize,
-        candidates: &[Candidate],
+        candidates: &[ValidNonce],
         tx: &mpsc::Sender<Verified>,
     ) -> bool {
         let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.bases[s]);

@@ -76,7 +76,7 @@ pub struct SlotShared {
 
 /// What one worker reads: its pool's shards through its pool's backend.
 #[derive(Clone, Debug)]
-pub struct Lane {
+pub struct Assignment {
     /// The pool's shards: the only ones this worker's chains take nonces from.
     pub shards: Range<usize>,
     /// The pool's first file in the miner's file list: the backend's file 0.
@@ -88,9 +88,9 @@ pub struct Lane {
     pub index: usize,
 }
 
-impl Lane {
+impl Assignment {
     pub fn new(pool: &PoolState, index: usize) -> Self {
-        Lane {
+        Assignment {
             shards: pool.shards.clone(),
             first_file: pool.first_file,
             inline_reads: pool.io.factory().capabilities().completes_inline,
@@ -107,9 +107,9 @@ impl Lane {
 pub struct Published {
     pub tallies: Vec<ShardTally>,
     /// Candidates so far (appended to, never rewritten: `--find all` may find thousands).
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<ValidNonce>,
     /// Per shard, the best candidate so far (`--find best`).
-    pub best: Vec<Option<Candidate>>,
+    pub best: Vec<Option<ValidNonce>>,
     pub messages: Vec<String>,
 }
 
@@ -144,7 +144,7 @@ pub struct ShardTally {
 
 /// A valid nonce as the scheduler computed it, before re-verification.
 #[derive(Clone, Copy, Debug)]
-pub struct Candidate {
+pub struct ValidNonce {
     pub shard: usize,
     pub nonce: u64,
     pub hash1: [u8; 32],
@@ -165,7 +165,7 @@ pub enum End {
 #[derive(Debug)]
 pub struct WorkerOutcome {
     pub tallies: Vec<ShardTally>,
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<ValidNonce>,
     pub io_wait: Duration,
     pub busy: Duration,
     pub messages: Vec<String>,
@@ -327,13 +327,13 @@ struct LocalWork {
 struct Worker<'s> {
     shared: &'s SlotShared,
     published: &'s Mutex<Published>,
-    lane: Lane,
+    assignment: Assignment,
     chains: Vec<Chain>,
     work: Vec<LocalWork>,
     active: usize,
     tallies: Vec<ShardTally>,
-    candidates: Vec<Candidate>,
-    best: Vec<Option<Candidate>>,
+    candidates: Vec<ValidNonce>,
+    best: Vec<Option<ValidNonce>>,
     messages: Vec<String>,
     /// Chain steps of the batch being processed.
     steps: HashBatch,
@@ -344,15 +344,15 @@ struct Worker<'s> {
     from_overlay: Vec<Completion>,
 }
 
-/// Runs the worker of `lane` over `backend` until the work is done, the deadline passes, `stop`
+/// Runs the worker of `assignment` over `backend` until the work is done, the deadline passes, `stop`
 /// is set or another worker fails.
 pub fn run(
     backend: &mut dyn Backend,
     shared: &SlotShared,
-    lane: Lane,
+    assignment: Assignment,
     published: &Mutex<Published>,
 ) -> Result<WorkerOutcome, MineError> {
-    let mut worker = Worker::new(shared, lane, published);
+    let mut worker = Worker::new(shared, assignment, published);
     let result = worker.mine(backend);
     if result.is_err() {
         shared.abort.store(true, Ordering::Relaxed);
@@ -362,19 +362,24 @@ pub fn run(
 }
 
 impl<'s> Worker<'s> {
-    fn new(shared: &'s SlotShared, lane: Lane, published: &'s Mutex<Published>) -> Self {
+    fn new(
+        shared: &'s SlotShared,
+        assignment: Assignment,
+        published: &'s Mutex<Published>,
+    ) -> Self {
         let shards = shared.plans.len();
-        let (depth, pool_shards) = (lane.depth, lane.shards.len());
+        let (depth, pool_shards) = (assignment.depth, assignment.shards.len());
         let chains = (0..depth)
             .map(|c| Chain {
-                home: (lane.shards.start + (lane.index * depth + c) % pool_shards) as u32,
+                home: (assignment.shards.start + (assignment.index * depth + c) % pool_shards)
+                    as u32,
                 ..Chain::default()
             })
             .collect();
         Worker {
             shared,
             published,
-            lane,
+            assignment,
             chains,
             work: vec![LocalWork::default(); shards],
             active: 0,
@@ -396,7 +401,7 @@ impl<'s> Worker<'s> {
             self.queue_start(idx);
         }
         self.start_queued(backend)?;
-        let mut time = TimeSplit::new(self.lane.inline_reads);
+        let mut time = TimeSplit::new(self.assignment.inline_reads);
         let mut processed_at = Instant::now();
         let end = loop {
             if self.active == 0 {
@@ -526,7 +531,7 @@ impl<'s> Worker<'s> {
         if let Some(required) = &self.shared.required {
             let hash1 = to_bytes(&hash1);
             if hash1 <= *required {
-                self.record_valid(Candidate {
+                self.record_valid(ValidNonce {
                     shard,
                     nonce,
                     hash1,
@@ -537,7 +542,7 @@ impl<'s> Worker<'s> {
         Ok(())
     }
 
-    fn record_valid(&mut self, candidate: Candidate) {
+    fn record_valid(&mut self, candidate: ValidNonce) {
         match self.shared.find {
             Find::First => {
                 self.shared.found_first[candidate.shard].store(true, Ordering::Relaxed);
@@ -569,7 +574,7 @@ impl<'s> Worker<'s> {
         let path = self
             .shared
             .paths
-            .get((self.lane.first_file + error.file) as usize)
+            .get((self.assignment.first_file + error.file) as usize)
             .cloned()
             .unwrap_or_else(|| format!("file #{}", error.file).into());
         let chain = &mut self.chains[idx];
@@ -662,7 +667,7 @@ impl<'s> Worker<'s> {
             return Ok(());
         }
         // The plans number files over the whole miner; the backend only has its pool's.
-        chain.file = target.file - self.lane.first_file;
+        chain.file = target.file - self.assignment.first_file;
         chain.offset = target.offset;
         backend
             .push(SampleRead {
@@ -677,7 +682,7 @@ impl<'s> Worker<'s> {
     /// pool that has.
     #[inline]
     fn take_work(&mut self, home: usize) -> Option<(usize, u64)> {
-        let pool = self.lane.shards.clone();
+        let pool = self.assignment.shards.clone();
         let mut shard = home;
         for _ in pool.clone() {
             let this = shard;

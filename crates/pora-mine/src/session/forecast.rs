@@ -23,7 +23,7 @@ pub struct FilesOutlook {
 
 /// [`FilesOutlook`] for `paths` (one shard), with a tune profile's cold samples/s per method
 /// (its chosen method first).
-pub fn outlook(paths: &[PathBuf], profiled: &[(Method, f64)]) -> FilesOutlook {
+pub fn files_outlook(paths: &[PathBuf], profiled: &[(Method, f64)]) -> FilesOutlook {
     let file_bytes = total_file_bytes(paths);
     let room = cache_room();
     let cached_fraction = cached_fraction(paths, file_bytes);

@@ -19,7 +19,7 @@ mod options;
 mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
-pub use forecast::{outlook, FilesOutlook};
+pub use forecast::{files_outlook, FilesOutlook};
 pub use open::{
     available_cpus, default_knobs, default_profile_path, open_shards, read_path, DEEP_DEPTH,
     RESIDENT_FRACTION, SYNC_COLD_THREADS,

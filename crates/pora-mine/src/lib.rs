@@ -8,7 +8,8 @@
 //! The API: [`MineConfig`] (knobs fixed at build time), [`Miner::new`], [`Miner::mine_slot`]
 //! with a [`SlotRequest`] (what one slot mines), [`SlotReport`] / [`ShardSlotReport`].
 //! [`session`] opens shards by path the way every front end does (profile, `auto`, defaults)
-//! and shapes the JSON records the CLI, the C ABI and the service share.
+//! and mines a slot into a [`session::MinedSlot`]; the JSON records the CLI, the C ABI and the
+//! service share are [`records`]' types, built from it (`MinedSlot::record`).
 
 /// `with_<field>(self, value) -> Self` for each named field: the builders of the public option
 /// structs, which are `#[non_exhaustive]` so that adding a knob is not a breaking change.

@@ -419,8 +419,9 @@ impl Steering {
             .map(|s| s.index)
     }
 
-    /// Learns from the slot the current candidate just ran; returns the hit ratio it measured
-    /// (`None` for a path that bypasses the cache... which hits nothing: 0).
+    /// Learns from the slot the current candidate just ran; returns the hit ratio it measured:
+    /// 0 for a path that bypasses the cache (it hits nothing), `None` when neither the device's
+    /// read counter, the backends' own count nor the residency says.
     pub fn learn(&mut self, outcome: &SlotOutcome) -> Option<f64> {
         let candidate = self.current();
         let samples = outcome.samples_from_files as f64;

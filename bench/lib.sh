@@ -37,3 +37,29 @@ evict() {
         python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$1"
     fi
 }
+
+# stall_rules FILE "EIO_KVS" "SLOW_KVS": pora-faultfs rules for a shard of 128 KiB KVs after its
+# 4 KiB header: EIO for reads inside each KV of EIO_KVS, answers after 8 s inside each of
+# SLOW_KVS (issue 36's experiment).
+stall_rules() {
+    python3 - "$@" <<'EOF'
+import sys
+kv, data = 131072, 4096
+with open(sys.argv[1], "w") as f:
+    for k in map(int, sys.argv[2].split()):
+        f.write(f"eio {data + k * kv} {data + (k + 1) * kv}\n")
+    for k in map(int, sys.argv[3].split()):
+        f.write(f"delay {data + k * kv} {data + (k + 1) * kv} 8000\n")
+EOF
+}
+
+# mount_libfuse FAULTFS SHARD MNT RULES LOG: serves SHARD at MNT/ through `pora-faultfs --libfuse`
+# in the background and waits until it is mounted (10 s at most); its pid is in $FAULTFS_PID.
+mount_libfuse() {
+    mkdir -p "$3"
+    "$1" --libfuse "$2" "$3" "$4" >"$5" 2>&1 &
+    FAULTFS_PID=$!
+    for _ in $(seq 100); do [ -f "$3/$(basename "$2")" ] && return 0; sleep 0.1; done
+    echo "the FUSE server did not mount: $(cat "$5")" >&2
+    return 1
+}

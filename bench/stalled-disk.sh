@@ -22,27 +22,19 @@ cargo build --release -q -p pora -p pora-faultfs
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 PORA="${PORA:-$TARGET/release/pora}"
 FAULTFS="$TARGET/release/pora-faultfs"
+# After PORA is set: lib.sh keeps it.
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 METHODS="${METHODS:-pread pread-shared direct mmap uring uring-direct}"
 
 shard="$OUT/shard.dat"
 [ -f "$shard" ] || "$PORA" create "$shard" --shard 0 --kv-entries-bits 11 --fill random >/dev/null
 mnt="$OUT/mnt"
 rules="$OUT/rules.txt"
-mkdir -p "$mnt"
-python3 - "$rules" <<'EOF'
-import sys
-kv, data = 131072, 4096
-with open(sys.argv[1], "w") as f:
-    for k in [100, 300, 500, 700, 900, 1100, 1300, 1500]:
-        f.write(f"eio {data + k * kv} {data + (k + 1) * kv}\n")
-    for k in [600, 1600]:
-        f.write(f"delay {data + k * kv} {data + (k + 1) * kv} 8000\n")
-EOF
-"$FAULTFS" --libfuse "$shard" "$mnt" "$rules" >"$OUT/faultfs.log" 2>&1 &
-fs_pid=$!
+stall_rules "$rules" "100 300 500 700 900 1100 1300 1500" "600 1600"
+mount_libfuse "$FAULTFS" "$shard" "$mnt" "$rules" "$OUT/faultfs.log" || { echo "stalled-disk.sh: FAIL" >&2; exit 1; }
+fs_pid=$FAULTFS_PID
 trap 'kill $fs_pid 2>/dev/null; wait $fs_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do [ -f "$mnt/shard.dat" ] && break; sleep 0.1; done
-[ -f "$mnt/shard.dat" ] || { echo "stalled-disk.sh: FAIL: the FUSE server did not mount; $(cat "$OUT/faultfs.log")" >&2; exit 1; }
 
 randao=0x$(printf '11%.0s' $(seq 32))
 echo "| method | per slot: elapsedSec / nonces tried / workers out of use | pora's exit after its last record | reaped after | most threads |"

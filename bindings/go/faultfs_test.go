@@ -112,20 +112,20 @@ func mountFaulted(t *testing.T, source, rules string) *faultMount {
 	return m
 }
 
-// eioRules is the schedule: EIO for every read overlapping one of the bad KVs.
-func eioRules(s shardSpec, kvs []uint64) string {
+// kvRules is a pora-faultfs schedule: rule (`eio`, `hold`) for every read overlapping one of kvs.
+func kvRules(rule string, s shardSpec, kvs []uint64) string {
 	var b strings.Builder
 	kv := uint64(1) << s.kvBits
 	for _, k := range kvs {
 		start := headerSize + k*kv
-		fmt.Fprintf(&b, "eio %d %d\n", start, start+kv)
+		fmt.Fprintf(&b, "%s %d %d\n", rule, start, start+kv)
 	}
 	return b.String()
 }
 
 func faultedShard(t *testing.T) (intact string, m *faultMount) {
 	intact = writeShard(t, t.TempDir(), faultSpec, 30)
-	return intact, mountFaulted(t, intact, eioRules(faultSpec, faultBadKVs))
+	return intact, mountFaulted(t, intact, kvRules("eio", faultSpec, faultBadKVs))
 }
 
 func TestEngineUnderEIOStopReturnsTheReadErrorNamingFileAndOffset(t *testing.T) {

@@ -10,29 +10,16 @@
 package porago
 
 import (
-	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
 
-// heldRules holds every read overlapping one of kvs until the rules change.
-func heldRules(s shardSpec, kvs []uint64) string {
-	var b strings.Builder
-	kv := uint64(1) << s.kvBits
-	for _, k := range kvs {
-		start := headerSize + k*kv
-		fmt.Fprintf(&b, "hold %d %d\n", start, start+kv)
-	}
-	return b.String()
-}
-
 func TestEngineTasksThroughHeldReadsStayBoundedAndRecover(t *testing.T) {
 	intact := writeShard(t, t.TempDir(), faultSpec, 36)
-	held := heldRules(faultSpec, []uint64{20, 40})
+	held := kvRules("hold", faultSpec, []uint64{20, 40})
 	m := mountFaulted(t, intact, held)
 	// The binary re-reads its rules file (beside the mount) whenever its text changes.
 	control := filepath.Join(filepath.Dir(filepath.Dir(m.path)), "rules")

@@ -29,6 +29,9 @@
 //! system, sector size, page cache, device counters, memory, CPU time) each have one home in
 //! [`host`]; [`probe`] assembles doctor's report from them.
 
+#[macro_use]
+mod forward;
+
 pub mod align;
 mod cache_reads;
 mod error;
@@ -216,8 +219,12 @@ pub trait BackendFactory: Send + Sync {
     }
 }
 
+/// What opening a method over a shard's files gives: the factory every worker's backend comes
+/// from, or why it could not open.
+pub type FactoryResult = Result<Arc<dyn BackendFactory>, IoError>;
+
 /// Opens `paths` read-only for `config.method` (resolving `Auto`) and returns the factory.
-pub fn open(paths: &[PathBuf], config: &IoConfig) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     open::open(paths, config)
 }
 
@@ -253,6 +260,34 @@ pub fn exit_at_once(code: i32) -> ! {
     }
     #[cfg(not(unix))]
     std::process::exit(code)
+}
+
+/// Makes this process's C allocator (glibc's) take memory from the kernel ahead and never hand
+/// it back: the heap grows by 64 MiB more than it needs at a time, blocks below 32 MiB come
+/// from it rather than from a mapping of their own, and freed memory stays. Why: while a read
+/// through a mapped file (`mmap`) waits for a stalled device, Linux can hold the process's
+/// address-space lock (a fault's retried read runs under it), and a thread that then grows or
+/// shrinks its heap (`brk`) or maps memory waits as long as the device: a slot's own thread
+/// did, in `brk`, 3-5 s past its deadline (docs/RELIABILITY.md, issue 36). With the heap taken
+/// ahead, a slot's allocations do not go to the kernel. For a program at its start (the `pora`
+/// binary); a library leaves its host's allocator alone. Returns whether the allocator took the
+/// settings; `false` (nothing done) elsewhere than glibc.
+pub fn reserve_heap_ahead() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes the allocator's tunables; it is called at program start,
+        // and a value it refuses leaves the default (it returns 0).
+        let set = unsafe {
+            libc::mallopt(libc::M_TOP_PAD, 64 << 20) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX) == 1
+                && libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20) == 1
+        };
+        // One block from the heap grows it now, by the pad, while no device can be stalled.
+        drop(std::hint::black_box(vec![0u8; 1 << 20]));
+        set
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    false
 }
 
 /// Lets a command-line program die quietly of SIGPIPE when its reader goes away (`pora info |

@@ -2,9 +2,8 @@
 //! (`uring.rs`).
 
 use crate::method::{Method, Unavailable};
-use crate::{BackendFactory, IoConfig, IoError};
+use crate::{FactoryResult, IoConfig};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Which methods Linux has: io_uring when the kernel offers what pora's rings need.
 pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
@@ -15,11 +14,7 @@ pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
 }
 
 /// Opens `method`'s factory over `paths` (available, checked by the caller).
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     match method {
         Method::Uring | Method::UringDirect => crate::uring::open(method, paths, config),
         m => crate::unix::open(m, paths, config),

@@ -10,9 +10,8 @@ use crate::method::{Method, Unavailable};
 use crate::unix as platform;
 #[cfg(windows)]
 use crate::windows as platform;
-use crate::{BackendFactory, IoConfig, IoError};
+use crate::{FactoryResult, IoConfig, IoError};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 impl Method {
     /// Whether this build and machine can use the method; the reason when not.
@@ -44,10 +43,7 @@ impl Method {
 }
 
 /// Resolves `auto`, checks availability and opens the method's factory.
-pub(crate) fn open(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let method = match config.method {
         Method::Auto => Method::resolve_auto(),
         m => m,

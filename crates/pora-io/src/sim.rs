@@ -41,7 +41,7 @@
 //! feature may only add code, never change the fields of a public struct.
 
 use crate::method::Unavailable;
-use crate::{BackendFactory, IoConfig, IoError};
+use crate::{FactoryResult, IoConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -153,8 +153,8 @@ pub(crate) fn availability() -> Result<(), Unavailable> {
 /// The error opening `sim` gives in a build without the feature: the one `method::open` makes
 /// from [`availability`] before it would get to [`open`].
 #[cfg(any(test, not(feature = "sim")))]
-fn not_built() -> IoError {
-    IoError::Unavailable {
+fn not_built() -> crate::IoError {
+    crate::IoError::Unavailable {
         method: crate::Method::Sim.name(),
         reason: NOT_BUILT.into(),
     }
@@ -162,19 +162,13 @@ fn not_built() -> IoError {
 
 /// Opens the simulated disk over `paths`.
 #[cfg(feature = "sim")]
-pub(crate) fn open(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     device::open(paths, config)
 }
 
 /// Without the device there is nothing to open.
 #[cfg(not(feature = "sim"))]
-pub(crate) fn open(
-    _paths: &[PathBuf],
-    _config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(_paths: &[PathBuf], _config: &IoConfig) -> FactoryResult {
     Err(not_built())
 }
 

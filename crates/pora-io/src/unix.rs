@@ -20,8 +20,8 @@ use crate::inline::{InlineBackend, InlineReader};
 pub(crate) use crate::positional::no_such_file;
 use crate::positional::{BlockRead, PositionalReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
-    Sample, SampleRead, Unavailable, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, FactoryResult, IoConfig, IoError, Method, ReadError,
+    ReadErrorKind, Sample, SampleRead, Unavailable, SAMPLE_LEN,
 };
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -162,11 +162,7 @@ pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
 }
 
 /// Opens `method`'s factory over `paths` (available, checked by the caller).
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     match method {
         Method::Pread | Method::PreadShared => {
             let unit = match config.block_size {
@@ -201,10 +197,7 @@ pub(crate) fn open(
 
 /// Opens every file with O_DIRECT once to learn (and check) the logical block size; workers
 /// open their own handles.
-fn open_direct_factory(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+fn open_direct_factory(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let mut logical = 0u32;
     for path in paths {
         let file = open_direct(path, Method::Direct.name())?;

@@ -25,8 +25,9 @@ use crate::host::sector_size::logical_block_size;
 use crate::leak::note_leaked_backend;
 use crate::unix::{no_such_file, open_direct, open_read_only};
 use crate::{
-    Backend, BackendFactory, BlockSize, CancelOutcome, Capabilities, Completion, IoConfig, IoError,
-    Method, QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
+    Backend, BackendFactory, BlockSize, CancelOutcome, Capabilities, Completion, FactoryResult,
+    IoConfig, IoError, Method, QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN,
+    TEARDOWN_WAIT,
 };
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
@@ -139,11 +140,7 @@ fn setup_failure_reason(e: &std::io::Error, disabled: u8) -> String {
     }
 }
 
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let direct = method == Method::UringDirect;
     let (unit, resume_align, buf_align) = if direct {
         let mut logical = 0u32;

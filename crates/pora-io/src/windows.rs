@@ -44,9 +44,8 @@ mod guarded_copy {
     }
 }
 
-use crate::{BackendFactory, IoConfig, IoError, Method, Unavailable};
+use crate::{FactoryResult, IoConfig, IoError, Method, Unavailable};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Which methods Windows has.
 pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
@@ -61,11 +60,7 @@ pub(crate) fn availability(method: Method) -> Result<(), Unavailable> {
 }
 
 /// Opens `method`'s factory over `paths` (available, checked by the caller).
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     match method {
         Method::Pread | Method::PreadShared => sync::open_pread(method, paths, config),
         Method::Mmap => sync::open_mmap(paths, config),

@@ -156,36 +156,8 @@ fn run_workers(
     stops: &[&AtomicBool],
 ) -> (Vec<Result<WorkerOutcome, MineError>>, Vec<String>) {
     let (tx, rx) = mpsc::channel::<Reply>();
-    let mut started: Vec<Started> = Vec::new();
     let mut results = Vec::new();
-    for (p, (pool, taken)) in pools.iter().zip(taken).enumerate() {
-        for (i, worker) in taken.workers.into_iter().enumerate() {
-            let (published, handoff) = (Arc::new(Mutex::new(Published::default())), Handoff::new());
-            let job = SlotJob {
-                shared: shared.clone(),
-                assignment: Assignment::new(pool, i),
-                published: published.clone(),
-                handoff: handoff.clone(),
-                reply: tx.clone(),
-                place: started.len(),
-            };
-            if worker.mine(job).is_err() {
-                // Its thread is gone (it panicked outside a job): the pool is one worker short
-                // until a replacement is opened off the slot's path.
-                results.push(Err(worker_gone()));
-                continue;
-            }
-            started.push(Started {
-                pool: p,
-                index: i,
-                worker,
-                published,
-                handoff,
-                replied: None,
-            });
-        }
-    }
-    drop(tx);
+    let mut started = hand_out_jobs(pools, taken, shared, tx, &mut results);
     let panic = collect(&mut started, &rx, shared, stops, &mut results);
     // Whoever is still out ends at its next look at the flags.
     shared.abort.store(true, Ordering::Relaxed);
@@ -232,6 +204,46 @@ fn run_workers(
         std::panic::resume_unwind(payload);
     }
     (results, messages)
+}
+
+/// Sends one job to every taken worker, each replying on `reply`; a worker whose thread is gone
+/// counts as an error in `results`. Returns the workers that took their job.
+fn hand_out_jobs(
+    pools: &[PoolState],
+    taken: Vec<crate::pool::Taken>,
+    shared: &Arc<SlotShared>,
+    reply: mpsc::Sender<Reply>,
+    results: &mut Vec<Result<WorkerOutcome, MineError>>,
+) -> Vec<Started> {
+    let mut started: Vec<Started> = Vec::new();
+    for (p, (pool, taken)) in pools.iter().zip(taken).enumerate() {
+        for (i, worker) in taken.workers.into_iter().enumerate() {
+            let (published, handoff) = (Arc::new(Mutex::new(Published::default())), Handoff::new());
+            let job = SlotJob {
+                shared: shared.clone(),
+                assignment: Assignment::new(pool, i),
+                published: published.clone(),
+                handoff: handoff.clone(),
+                reply: reply.clone(),
+                place: started.len(),
+            };
+            if worker.mine(job).is_err() {
+                // Its thread is gone (it panicked outside a job): the pool is one worker short
+                // until a replacement is opened off the slot's path.
+                results.push(Err(worker_gone()));
+                continue;
+            }
+            started.push(Started {
+                pool: p,
+                index: i,
+                worker,
+                published,
+                handoff,
+                replied: None,
+            });
+        }
+    }
+    started
 }
 
 fn worker_gone() -> MineError {

@@ -61,6 +61,8 @@ fn main() {
 
 fn run() -> ExitCode {
     pora_io::restore_default_sigpipe();
+    // A slot's allocations must not wait for a stalled mapped read (see the function).
+    pora_io::reserve_heap_ahead();
     pora_core::input::name_inputs(common::flag_name);
     // clap prints only its version string; `--version` (and `-V`, on every subcommand too) gets
     // the build's kernel and I/O facts instead, computed only when asked (the io_uring probe

@@ -113,12 +113,8 @@ fn mine(file: &Path, method: &str, on_io_error: &str) -> std::process::Output {
         &nonces,
         "--on-io-error",
         on_io_error,
-        "--threads",
-        "2",
-        "--depth",
-        "4",
     ];
-    run(&[&args[..], &FIND_ALL_EASY].concat())
+    run(&[&args[..], &SMALL_POOL, &FIND_ALL_EASY].concat())
 }
 
 fn found_nonces(line: &Value) -> Vec<u64> {

@@ -116,11 +116,8 @@ fn peak_rss_kib(shard: &std::path::Path, slots: u64) -> u64 {
         "0..64",
         "--method",
         "pread",
-        "--threads",
-        "2",
-        "--depth",
-        "4",
     ])
+    .args(SMALL_POOL)
     .args(FIND_ALL_EASY)
     .stdout(Stdio::null())
     .stderr(Stdio::null());

@@ -117,12 +117,8 @@ fn reading_commands_work_on_a_foreign_0444_shard_and_leave_it_unchanged() {
             "0.5",
             "--nonces",
             "0..2000",
-            "--threads",
-            "2",
-            "--depth",
-            "4",
         ];
-        let line = runner.ok(&[&args[..], &FIND_ALL_EASY].concat());
+        let line = runner.ok(&[&args[..], &SMALL_POOL, &FIND_ALL_EASY].concat());
         let v = &json_lines(&line)[0];
         assert_eq!(v["noncesTried"], 2000, "{method}: {v}");
         assert_eq!(v["ioErrors"], 0, "{method}: {v}");

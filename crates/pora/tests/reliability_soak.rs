@@ -13,6 +13,7 @@
 mod common;
 mod reliability_common;
 
+use common::{http_agent, post_json, rpc_call};
 use reliability_common::*;
 use serde_json::{json, Value};
 use std::sync::Mutex;
@@ -54,32 +55,11 @@ fn fds(pid: u32) -> i64 {
 }
 
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
-}
-
-/// POSTs `body`; (HTTP status, parsed JSON or `null`).
-fn post(agent: &ureq::Agent, addr: &str, body: &str) -> (u16, Value) {
-    match agent
-        .post(format!("http://{addr}/"))
-        .header("content-type", "application/json")
-        .send(body)
-    {
-        Ok(mut r) => {
-            let status = r.status().as_u16();
-            let text = r.body_mut().read_to_string().unwrap_or_default();
-            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-        }
-        Err(e) => (0, json!({ "transport": e.to_string() })),
-    }
+    http_agent(Duration::from_secs(30))
 }
 
 fn call(agent: &ureq::Agent, addr: &str, method: &str, params: Value) -> (u16, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    post(agent, addr, &body.to_string())
+    rpc_call(agent, addr, 7, method, &params)
 }
 
 /// An answer that is a success: HTTP 200 and a JSON-RPC `result`.
@@ -219,7 +199,7 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
                     _ => {
                         let too_big = i % 97 == 3;
                         let body = if too_big { oversized.as_str() } else { malformed[i % malformed.len()] };
-                        let (status, answer) = post(&a, &addr, body);
+                        let (status, answer) = post_json(&a, &addr, body);
                         // Malformed must be refused: an HTTP error or a JSON-RPC error; a body
                         // over the limit may also be cut off (413, then the connection closed
                         // while the client still writes).

@@ -19,6 +19,7 @@ mod common;
 mod faultfs_common;
 mod reliability_common;
 
+use common::{http_agent, rpc_call};
 use faultfs_common::{fuse_ready, mount};
 use pora_faultfs::MountOptions;
 use reliability_common::*;
@@ -508,26 +509,13 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
     let mut served = spawn_logged(cmd, dir.path(), "serve");
     let pid = served.pid();
     let addr = served_address(&mut served, dir.path(), "serve");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into();
+    let agent = http_agent(Duration::from_secs(30));
     let slot = serde_json::json!({
         "randao": RANDAO, "nonceStart": 0, "nonceEnd": 20000, "requiredDiff": EASY_DIFF, "slotMs": 1000, "find": "all"
     });
     let mine = || -> (f64, Value) {
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "pora_mineSlot", "params": slot});
         let t = Instant::now();
-        let text = agent
-            .post(format!("http://{addr}/"))
-            .header("content-type", "application/json")
-            .send(body.to_string())
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        let answer: Value = serde_json::from_str(&text).unwrap();
+        let (_, answer) = rpc_call(&agent, &addr, 1, "pora_mineSlot", &slot);
         (
             t.elapsed().as_secs_f64(),
             answer["result"]["shards"][0].clone(),
@@ -568,11 +556,7 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
     std::thread::scope(|scope| {
         scope.spawn(|| {
             // The answer (partial counts) or a closed connection: either is fine here.
-            let body = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "pora_mineSlot", "params": slot});
-            let _ = agent
-                .post(format!("http://{addr}/"))
-                .header("content-type", "application/json")
-                .send(body.to_string());
+            let _ = rpc_call(&agent, &addr, 2, "pora_mineSlot", &slot);
         });
         fs.wait_for(|c| c.held_now > 0, Duration::from_secs(20))
             .expect("a read held before SIGTERM");

@@ -5,6 +5,9 @@
 //! es-node vector, `promtool check metrics`, a real Prometheus server scraping the service, and
 //! `pora mine --metrics-listen`.
 
+mod common;
+
+use common::{http_agent, http_get};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -111,11 +114,7 @@ fn stderr(out: &Output) -> String {
 }
 
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
+    http_agent(Duration::from_secs(60))
 }
 
 /// A running `pora serve`, killed when dropped.
@@ -1008,13 +1007,7 @@ fn mine_metrics_listen_exports_while_mining() {
     let agent = agent();
     let give_up = Instant::now() + Duration::from_secs(30);
     let text = loop {
-        let text = agent
-            .get(format!("http://{addr}/metrics"))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
+        let text = http_get(&agent, &addr.to_string(), "/metrics");
         if metric(&text, "pora_slots_total{outcome=\"deadline\"}") >= 1.0 {
             break text;
         }

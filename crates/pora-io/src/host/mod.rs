@@ -17,6 +17,8 @@
 pub mod block_device;
 pub mod cpu_time;
 pub mod device_counters;
+#[cfg(all(test, unix))]
+mod fake_tree;
 pub mod file_system;
 pub mod memory;
 pub mod page_cache;

@@ -2,17 +2,11 @@
 //! of two NVMe drives, `/proc/meminfo` and mountinfo text.
 
 use super::block_device::{active_scheduler, device_facts, mount_source, Layer};
+use super::fake_tree::{link, write};
 use super::file_system::fs_name;
 use super::memory::{meminfo, MemInfo};
 use super::Roots;
-use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::Path;
-
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
 
 fn queue(dir: &Path, sched: &str, ra_kb: u32, rot: u8) {
     write(&dir.join("queue/scheduler"), sched);
@@ -44,14 +38,11 @@ fn canned() -> (tempfile::TempDir, Roots) {
     write(&n0.join("nvme0n1p1/partition"), "1\n");
     let n1 = sys.join("devices/pci/nvme1/block/nvme1n1");
     queue(&n1, "[none] mq-deadline\n", 128, 0);
-    fs::create_dir_all(dm.join("slaves")).unwrap();
-    fs::create_dir_all(md.join("slaves")).unwrap();
-    symlink(&md, dm.join("slaves/md0")).unwrap();
-    symlink(n0.join("nvme0n1p1"), md.join("slaves/nvme0n1p1")).unwrap();
-    symlink(&n1, md.join("slaves/nvme1n1")).unwrap();
-    fs::create_dir_all(sys.join("dev/block")).unwrap();
-    symlink(vda.join("vda1"), sys.join("dev/block/254:1")).unwrap();
-    symlink(&dm, sys.join("dev/block/253:0")).unwrap();
+    link(&md, &dm.join("slaves/md0"));
+    link(&n0.join("nvme0n1p1"), &md.join("slaves/nvme0n1p1"));
+    link(&n1, &md.join("slaves/nvme1n1"));
+    link(&vda.join("vda1"), &sys.join("dev/block/254:1"));
+    link(&dm, &sys.join("dev/block/253:0"));
     let proc = t.path().join("proc");
     write(
         &proc.join("meminfo"),

@@ -6,8 +6,9 @@ use super::SimConfig;
 use crate::inline::{InlineBackend, InlineReader};
 use crate::leak::note_leaked_backend;
 use crate::{
-    Backend, BackendFactory, CancelOutcome, Capabilities, Completion, IoConfig, IoError, Method,
-    QueueFull, ReadError, ReadErrorKind, Sample, SampleRead, SAMPLE_LEN, TEARDOWN_WAIT,
+    Backend, BackendFactory, CancelOutcome, Capabilities, Completion, FactoryResult, IoConfig,
+    IoError, Method, QueueFull, ReadError, ReadErrorKind, Sample, SampleRead, SAMPLE_LEN,
+    TEARDOWN_WAIT,
 };
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -19,10 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) fn open(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let sim = &config.sim;
     let bad = |what: &str| Err(IoError::Config(format!("sim: {what}")));
     if sim.latency_us.0 > sim.latency_us.1 || sim.slow_latency_us.0 > sim.slow_latency_us.1 {
@@ -568,34 +566,11 @@ mod tests {
     /// A backend that keeps the trait's default `cancel_all`, over the simulated disk.
     struct DefaultCancel(Box<dyn Backend>);
 
-    impl Backend for DefaultCancel {
+    forward_backend!(DefaultCancel, 0, {
         fn method(&self) -> Method {
             self.0.method()
         }
-        fn capacity(&self) -> usize {
-            self.0.capacity()
-        }
-        fn in_flight(&self) -> usize {
-            self.0.in_flight()
-        }
-        fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
-            self.0.push(read)
-        }
-        fn submit(&mut self) -> Result<(), IoError> {
-            self.0.submit()
-        }
-        fn reap(
-            &mut self,
-            out: &mut Vec<Completion>,
-            min_complete: usize,
-            deadline: Option<Instant>,
-        ) -> Result<usize, IoError> {
-            self.0.reap(out, min_complete, deadline)
-        }
-        fn drop_queued(&mut self) -> usize {
-            self.0.drop_queued()
-        }
-    }
+    });
 
     /// The trait's default `cancel_all` drops queued reads instead of submitting them only to
     /// throw their completions away: the device is handed only the reads submitted before.

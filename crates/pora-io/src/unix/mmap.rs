@@ -22,8 +22,8 @@ use super::{no_such_file, open_read_only};
 use crate::align::{self, AlignedBuf};
 use crate::inline::{InlineBackend, InlineReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
-    Sample, SampleRead, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, FactoryResult, IoConfig, IoError, Method, ReadError,
+    ReadErrorKind, Sample, SampleRead, SAMPLE_LEN,
 };
 use memmap2::{Advice, Mmap, MmapOptions};
 use std::fs::File;
@@ -122,10 +122,7 @@ fn current_len(file: &File) -> std::io::Result<u64> {
     Ok(meta.len())
 }
 
-pub(crate) fn open(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let unit = match config.block_size {
         BlockSize::Natural => None,
         bs => Some(align::read_unit(bs, None)?),

@@ -25,17 +25,14 @@ use super::sync::open_read_only;
 use crate::align::{power_of_two_read_unit, AlignedSlab, BlockRange, SpanPlan};
 use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads};
 use crate::overlapped_engine::{OverlappedDriver, OverlappedEngine, PortEvent, Started};
-use crate::{
-    Backend, BackendFactory, CancelOutcome, Completion, IoConfig, IoError, Method, QueueFull,
-    SampleRead,
-};
+use crate::{Backend, BackendFactory, CancelOutcome, FactoryResult, IoConfig, IoError, Method};
 use std::cell::UnsafeCell;
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use windows_sys::Win32::Foundation::{
     GetLastError, ERROR_IO_PENDING, FALSE, HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT,
 };
@@ -55,11 +52,7 @@ const FILE_SKIP_SET_EVENT_ON_HANDLE: u8 = 0x2;
 /// Buffers of the buffered arm are aligned to a cache line; the unbuffered arm's to the sector.
 const BUFFERED_ALIGN_BYTES: usize = 64;
 
-pub(crate) fn open(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let unbuffered = method == Method::IocpUnbuffered;
     let flags = handle_flags(unbuffered);
     let mut sector = None;
@@ -156,37 +149,14 @@ struct IocpBackend {
     engine: OverlappedEngine<IocpDriver>,
 }
 
-impl Backend for IocpBackend {
+forward_backend!(IocpBackend, engine, {
     fn method(&self) -> Method {
         self.method
-    }
-    fn capacity(&self) -> usize {
-        self.engine.capacity()
-    }
-    fn in_flight(&self) -> usize {
-        self.engine.in_flight()
-    }
-    fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
-        self.engine.push(read)
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        self.engine.submit()
-    }
-    fn reap(
-        &mut self,
-        out: &mut Vec<Completion>,
-        min_complete: usize,
-        deadline: Option<Instant>,
-    ) -> Result<usize, IoError> {
-        self.engine.reap(out, min_complete, deadline)
-    }
-    fn drop_queued(&mut self) -> usize {
-        self.engine.drop_queued()
     }
     fn cancel_all(&mut self, within: Duration) -> CancelOutcome {
         self.engine.cancel_all(within)
     }
-}
+});
 
 /// One worker's port, handles, OVERLAPPED slots and buffers.
 struct IocpDriver {

@@ -11,8 +11,8 @@ use crate::cache_reads::{CacheReadCounter, CacheReadTally, CacheReads, TIMED_SAM
 use crate::inline::{InlineBackend, InlineReader};
 use crate::positional::{no_such_file, BlockRead, PositionalReader};
 use crate::{
-    Backend, BackendFactory, BlockSize, IoConfig, IoError, Method, ReadError, ReadErrorKind,
-    Sample, SampleRead, SAMPLE_LEN,
+    Backend, BackendFactory, BlockSize, FactoryResult, IoConfig, IoError, Method, ReadError,
+    ReadErrorKind, Sample, SampleRead, SAMPLE_LEN,
 };
 use memmap2::Mmap;
 use std::fs::File;
@@ -115,11 +115,7 @@ fn seek_read_block(file: &File, r: &SampleRead, block: &mut BlockBuf) -> Result<
     sample_in(&buf[..got], span.sample_pos, r)
 }
 
-pub(crate) fn open_pread(
-    method: Method,
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open_pread(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let plan = block_plan(config)?;
     // The shared arm copies es-node: plain handles, no access hints.
     let shared = match method {
@@ -223,10 +219,7 @@ impl InlineReader for PreadReader {
 /// error under a mapped page raises `EXCEPTION_IN_PAGE_ERROR`: every copy out of a map goes
 /// through [`guarded_copy`], so such a read fails with the page-in's error, like a `pread`,
 /// instead of ending the process.
-pub(crate) fn open_mmap(
-    paths: &[PathBuf],
-    config: &IoConfig,
-) -> Result<Arc<dyn BackendFactory>, IoError> {
+pub(crate) fn open_mmap(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     let plan = block_plan(config)?;
     guarded_copy::install().map_err(|reason| IoError::Unavailable {
         method: Method::Mmap.name(),

@@ -6,14 +6,11 @@ use pora_io::host::block_device::device_facts;
 use pora_io::host::memory::meminfo;
 use pora_io::host::page_cache::Residency;
 use pora_io::probe::{Extents, Support};
-use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::Path;
 
-fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
+#[path = "../../../pora-io/src/host/fake_tree.rs"]
+mod fake_tree;
+use fake_tree::{link, write};
 
 fn queue(dir: &Path, sched: &str, ra_kb: u32, rot: u8, nr: u32) {
     for (k, v) in [
@@ -56,14 +53,12 @@ fn canned(mem_total_kb: u64, mem_avail_kb: u64) -> (tempfile::TempDir, Roots) {
             "Fast NVMe 2TB",
         );
     }
-    fs::create_dir_all(dm.join("slaves")).unwrap();
-    fs::create_dir_all(md.join("slaves")).unwrap();
-    symlink(&md, dm.join("slaves/md0")).unwrap();
-    symlink(sys.join("block/nvme0n1"), md.join("slaves/nvme0n1")).unwrap();
-    symlink(sys.join("block/nvme1n1"), md.join("slaves/nvme1n1")).unwrap();
-    fs::create_dir_all(sys.join("dev/block")).unwrap();
-    symlink(vda.join("vda1"), sys.join("dev/block/254:1")).unwrap();
-    symlink(&dm, sys.join("dev/block/253:0")).unwrap();
+    link(&md, &dm.join("slaves/md0"));
+    for n in ["nvme0n1", "nvme1n1"] {
+        link(&sys.join("block").join(n), &md.join("slaves").join(n));
+    }
+    link(&vda.join("vda1"), &sys.join("dev/block/254:1"));
+    link(&dm, &sys.join("dev/block/253:0"));
     let proc = t.path().join("proc");
     write(
         &proc.join("meminfo"),

@@ -1,8 +1,8 @@
 //! Helpers shared by the CLI tests (every OS): running the `pora` binary (optionally with a
 //! `PORA_KECCAK` choice), asserting success or a clean failure, `pora create` of a small random
-//! shard, the JSON records `pora mine --json` prints, the es-node vector files, and SKIP lines
-//! that show despite libtest's output capture, and pora-core's shared test fixtures. Each test file
-//! uses a part of it.
+//! shard, the JSON records `pora mine --json` prints, the es-node vector files, SKIP lines that
+//! show despite libtest's output capture, an HTTP client for `pora serve` and the metrics
+//! listener, and pora-core's shared test fixtures. Each test file uses a part of it.
 #![allow(dead_code)]
 
 /// The fixtures pora-core's tests share with the other crates' (a v1 header, the vector files, an
@@ -14,6 +14,7 @@ use pora_core::keccak::KECCAK_KERNEL_ENV;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
 #[allow(unused_macros)] // some test files skip nothing
@@ -287,4 +288,54 @@ pub fn vector_difficulty_args(v: &Value) -> [String; 6] {
         "--minimum-diff".into(),
         vector_text(v, "minimumDiff"),
     ]
+}
+
+/// An HTTP client for `pora serve` and the metrics listener: an error status is an answer, not
+/// an error; `timeout` bounds each call.
+pub fn http_agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .build()
+        .into()
+}
+
+/// POSTs `body` to `http://addr/`: (HTTP status, the parsed answer or `null`); status 0 and
+/// `{"transport": why}` when no answer came (a closed connection, a timeout).
+pub fn post_json(agent: &ureq::Agent, addr: &str, body: &str) -> (u16, Value) {
+    match agent
+        .post(format!("http://{addr}/"))
+        .header("content-type", "application/json")
+        .send(body)
+    {
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+        Err(e) => (0, serde_json::json!({ "transport": e.to_string() })),
+    }
+}
+
+/// The JSON-RPC call `method(params)` with `id`, posted as [`post_json`] does.
+pub fn rpc_call(
+    agent: &ureq::Agent,
+    addr: &str,
+    id: u64,
+    method: &str,
+    params: &Value,
+) -> (u16, Value) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    post_json(agent, addr, &body.to_string())
+}
+
+/// The body of `http://addr{path}` (a transport error fails the test).
+pub fn http_get(agent: &ureq::Agent, addr: &str, path: &str) -> String {
+    agent
+        .get(format!("http://{addr}{path}"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap()
 }

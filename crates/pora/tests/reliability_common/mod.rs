@@ -23,6 +23,10 @@ pub const EASY_DIFF: &str = "0x0400000000000000000000000000000000000000000000000
 /// JSON, so there are found nonces to check against an intact copy.
 pub const FIND_ALL_EASY: [&str; 5] = ["--find", "all", "--required-diff", EASY_DIFF, "--json"];
 
+/// The reliability tests' small pool: 2 workers of 4 reads each, so a few held or failing reads
+/// reach every worker and a slot's counts stay small enough to check.
+pub const SMALL_POOL: [&str; 4] = ["--threads", "2", "--depth", "4"];
+
 /// `pora tune SHARD` kept short: a 5 s budget, pread only, at most 2 threads.
 pub fn quick_tune(shard: &str) -> [&str; 8] {
     [

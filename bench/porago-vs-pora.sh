@@ -25,16 +25,17 @@ SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-30}
 PAIRS=${PAIRS:-3}
 SAMPLER_NONCES=${SAMPLER_NONCES:-1048576}
-# The pora this script builds (not $PORA from the environment).
-PORA=target/release/pora
-PORAGO=target/release/porago
+# The pora this script builds (not $PORA from the environment), where cargo puts it.
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+PORA=$TARGET_DIR/release/pora
+PORAGO=$TARGET_DIR/release/porago
 
-command -v go >/dev/null || { echo "porago-vs-pora: go is not installed (apt-get install golang-go)" >&2; exit 2; }
+command -v go >/dev/null || { echo "porago-vs-pora: go is not installed (Go 1.26 from go.dev, not Debian's golang-go)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "porago-vs-pora: python3 is needed to read JSON" >&2; exit 2; }
 echo "building pora, libpora_ffi and porago ..." >&2
 cargo build --release -p pora -p pora-ffi >&2
 tools/go-lib.sh >&2 # porago links bindings/go/lib/<goos>_<goarch>, the production library
-(cd bindings/go && go build -o "$ROOT/$PORAGO" ./cmd/porago)
+(cd bindings/go && go build -o "$PORAGO" ./cmd/porago)
 ensure_random_shard "$SHARD" "$KV_ENTRIES_BITS"
 
 drop_cache() { evict "$SHARD" "${EVICT:-}"; }

@@ -3,6 +3,8 @@
 
 # The defaults they share (each can be set in the environment): the pora binary, extra flags for
 # it, the size of a shard they create, and where that shard goes when no file is named.
+# Whether the caller named a pora binary (a script with another default asks, see stall_bench).
+PORA_GIVEN=${PORA:-}
 PORA=${PORA:-target/release/pora}
 PORA_ARGS=${PORA_ARGS:-}
 KV_ENTRIES_BITS=${KV_ENTRIES_BITS:-16}
@@ -51,6 +53,21 @@ with open(sys.argv[1], "w") as f:
     for k in map(int, sys.argv[3].split()):
         f.write(f"delay {data + k * kv} {data + (k + 1) * kv} 8000\n")
 EOF
+}
+
+# stall_bench NAME OUT PROFILE: the set-up of the scripts that mine through a stalling
+# pora-faultfs mount (stalled-disk.sh, stalled-stacks.sh): stops NAME unless it runs as root
+# with /dev/fuse (the mount is made with mount(2)), builds pora with PROFILE (release or debug)
+# and pora-faultfs (release), sets PORA (unless the caller named one) and FAULTFS, makes OUT.
+stall_bench() {
+    [ "$(id -u)" = 0 ] || { echo "$1: FAIL: needs root (mount(2) of the FUSE server)" >&2; exit 1; }
+    [ -e /dev/fuse ] || { echo "$1: FAIL: no /dev/fuse" >&2; exit 1; }
+    local target="${CARGO_TARGET_DIR:-$PWD/target}" flag=()
+    [ "$3" = release ] && flag=(--release)
+    cargo build "${flag[@]}" -q -p pora && cargo build --release -q -p pora-faultfs
+    PORA="${PORA_GIVEN:-$target/$3/pora}"
+    FAULTFS="$target/release/pora-faultfs"
+    mkdir -p "$2"
 }
 
 # mount_libfuse FAULTFS SHARD MNT RULES LOG: serves SHARD at MNT/ through `pora-faultfs --libfuse`

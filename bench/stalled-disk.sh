@@ -12,19 +12,11 @@
 #   METHODS="pread uring-direct"  the methods (default: every real method that opens here)
 #   PORA=path                     the pora binary to measure (default: the release build)
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-OUT="${1:-/tmp/pora-stalled-disk}"
-mkdir -p "$OUT"
-cd "$ROOT"
-[ "$(id -u)" = 0 ] || { echo "stalled-disk.sh: FAIL: needs root (mount(2) of the FUSE server)" >&2; exit 1; }
-[ -e /dev/fuse ] || { echo "stalled-disk.sh: FAIL: no /dev/fuse" >&2; exit 1; }
-cargo build --release -q -p pora -p pora-faultfs
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-PORA="${PORA:-$TARGET/release/pora}"
-FAULTFS="$TARGET/release/pora-faultfs"
-# After PORA is set: lib.sh keeps it.
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
+OUT="${1:-/tmp/pora-stalled-disk}"
+stall_bench stalled-disk.sh "$OUT" release
 METHODS="${METHODS:-pread pread-shared direct mmap uring uring-direct}"
 
 shard="$OUT/shard.dat"

@@ -10,19 +10,11 @@
 # Usage: bench/stalled-stacks.sh [OUT]   (root, /dev/fuse)
 #   RUNS=6 METHOD=mmap PORA=path (default: the debug build, as the tests run it)
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-OUT="${1:-/tmp/pora-stalled-stacks}"
-mkdir -p "$OUT"
-cd "$ROOT"
-[ "$(id -u)" = 0 ] || { echo "stalled-stacks.sh: FAIL: needs root (mount(2) of the FUSE server)" >&2; exit 1; }
-[ -e /dev/fuse ] || { echo "stalled-stacks.sh: FAIL: no /dev/fuse" >&2; exit 1; }
-cargo build -q -p pora && cargo build --release -q -p pora-faultfs
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-PORA="${PORA:-$TARGET/debug/pora}"
-FAULTFS="$TARGET/release/pora-faultfs"
-# After PORA is set: lib.sh keeps it.
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
+OUT="${1:-/tmp/pora-stalled-stacks}"
+stall_bench stalled-stacks.sh "$OUT" debug
 METHOD="${METHOD:-mmap}"
 RUNS="${RUNS:-6}"
 

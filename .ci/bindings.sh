@@ -68,6 +68,7 @@ step "go test -race (concurrency, cancellation, close, bad input)"
 go test -tags pora_sim -count=1 -race -run 'TwoHandles|CloseDuring|BadInput|Cancel|Engine|Overlay' . || fail "go test -race failed"
 # The es-node adapter's task loops share one adapter (its timing test stays out: -race is slower).
 go test -tags pora_sim -count=1 -race -run 'Exactness|Config|Task|Threads|Stopped|WrongSize|CacheSyncReads' ./esnode/ || fail "go test -race ./esnode/ failed"
+go test -tags pora_sim -count=1 -race -run 'Encod' ./esnode/ || fail "go test -race -run Encod ./esnode/ (es-node's encoder through pora) failed"
 
 # Go 1.26 refuses GODEBUG=cgocheck=2 at start-up; the full pointer checks are an experiment now.
 step "GOEXPERIMENT=cgocheck2 go test"

@@ -50,15 +50,20 @@ done
 echo "load after: $(uptime)"
 
 echo
-echo "min and median over the rounds, ms per KV per core (wall x goroutines / KVs):"
+echo "min and median over the rounds: ms per KV per core (wall x goroutines / KVs), and the process's CPU ms per KV:"
 awk '/ms\/KV\/core/ {
         name = $4; sub(/^BenchmarkEncoderMask\//, "", name); sub(/-[0-9]+$/, "", name)
-        for (i = 5; i <= NF; i++) if ($i == "ms/KV/core") v[name] = v[name] " " $(i - 1)
+        for (i = 5; i <= NF; i++) {
+            if ($i == "ms/KV/core") wall[name] = wall[name] " " $(i - 1)
+            if ($i == "cpu-ms/KV") cpu[name] = cpu[name] " " $(i - 1)
+        }
+    }
+    # summary LIST: "min M median D (LIST)" of the space-separated numbers.
+    function summary(list,    xs, n, i, j, t) {
+        n = split(list, xs, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (xs[j] + 0 < xs[i] + 0) { t = xs[i]; xs[i] = xs[j]; xs[j] = t }
+        return sprintf("min %6.2f median %6.2f (%s )", xs[1], xs[int((n + 1) / 2)], list)
     }
     END {
-        for (name in v) {
-            n = split(v[name], xs, " ")
-            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (xs[j] + 0 < xs[i] + 0) { t = xs[i]; xs[i] = xs[j]; xs[j] = t }
-            printf "%-32s min %6.2f  median %6.2f  (%s)\n", name, xs[1], xs[int((n + 1) / 2)], v[name]
-        }
+        for (name in wall) printf "%-28s ms/KV/core %s   cpu-ms/KV %s\n", name, summary(wall[name]), summary(cpu[name])
     }' "$work/results" | sort

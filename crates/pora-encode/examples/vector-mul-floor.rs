@@ -6,8 +6,9 @@
 //! allows), so it is the cheapest form such a kernel could take. It is checked against
 //! [`Fr::mul_mod`] on random inputs before it is timed. Printed per round (three, interleaved):
 //! thread CPU ns per element multiplied, four independent chains each, the MULX/ADX scalar
-//! multiply and the IFMA eight-lane multiply alongside, with the mask time each would give if a
-//! mask scaled with its multiply (docs/BENCHMARKS.md, "es-node's encoder through pora").
+//! multiply and the IFMA eight-lane multiply alongside, each vector one's ratio to MULX, and a
+//! hybrid step (AVX2 and MULX chains in one loop: do they overlap?). docs/BENCHMARKS.md 26.1
+//! turns the ratios into mask times.
 //! Run: `cargo run --release -p pora-encode --example vector-mul-floor`.
 
 #[path = "common/cpu_time.rs"]
@@ -388,6 +389,51 @@ mod floor {
         }
     }
 
+    /// CPU ns per element when the AVX2 chains (CHAINS vectors of 4 lanes) and `S` scalar
+    /// MULX/ADX multiplies (on 4 chains of their own) share each step: whether the two kinds of
+    /// multiply overlap on one core.
+    pub fn hybrid_ns<const S: usize>(adx: pora_encode::adx::Adx) -> f64 {
+        #[target_feature(enable = "avx2,bmi2,adx")]
+        unsafe fn inner<const S: usize>(adx: pora_encode::adx::Adx) -> f64 {
+            let mut state = 7;
+            let p = Avx2::load(&vec![modulus_limbs(); 4]);
+            let inv = Avx2::splat(neg_inv_29());
+            let y = Avx2::load(
+                &(0..4)
+                    .map(|_| to_radix29(random_below_r(&mut state)))
+                    .collect::<Vec<_>>(),
+            );
+            let mut xs: [[__m256i; LIMBS]; CHAINS] = std::array::from_fn(|_| {
+                Avx2::load(
+                    &(0..4)
+                        .map(|_| to_radix29(random_below_r(&mut state)))
+                        .collect::<Vec<_>>(),
+                )
+            });
+            let sy = Fr::from_u64(11);
+            let mut sx = [
+                Fr::from_u64(3),
+                Fr::from_u64(5),
+                Fr::from_u64(7),
+                Fr::from_u64(9),
+            ];
+            let t = thread_cpu_time();
+            for _ in 0..STEPS {
+                for x in xs.iter_mut() {
+                    *x = mul_avx2(x, &y, &p, inv);
+                }
+                for k in 0..S {
+                    sx[k % 4] = adx.mul(sx[k % 4], sy);
+                }
+            }
+            let ns = (thread_cpu_time() - t).as_nanos() as f64;
+            std::hint::black_box((&xs, sx));
+            ns / (STEPS * (CHAINS * 4 + S) as u64) as f64
+        }
+        // SAFETY: an Adx token exists only on CPUs with bmi2 and adx; callers check avx2.
+        unsafe { inner::<S>(adx) }
+    }
+
     /// CPU ns per multiply of the scalar kernel `arith`, CHAINS independent chains.
     pub fn scalar_ns<A: Arith>(arith: A) -> f64 {
         let y = Fr::from_u64(11);
@@ -452,6 +498,14 @@ fn main() {
                 }
             } else {
                 line += &format!(" | {name}: CPU lacks it");
+            }
+        }
+        if let (Some(adx), true) = (adx, avx2) {
+            for (s, ns) in [
+                (8, floor::hybrid_ns::<8>(adx)),
+                (16, floor::hybrid_ns::<16>(adx)),
+            ] {
+                line += &format!(" | avx2 x16 + mulx x{s} {ns:.2}");
             }
         }
         if let Some(ifma) = ifma {

@@ -362,25 +362,45 @@ mod floor {
         a.iter().rev().cmp(b.iter().rev()) == std::cmp::Ordering::Less
     }
 
+    /// The vector chains' inputs: r and its factor, a random multiplier y and CHAINS random
+    /// starting vectors (fixed seed).
+    ///
+    /// # Safety
+    /// The CPU must support `W` ([`Width::supported`]).
+    #[allow(clippy::type_complexity)]
+    unsafe fn vector_chains<W: Width>(
+    ) -> ([W::V; LIMBS], W::V, [W::V; LIMBS], [[W::V; LIMBS]; CHAINS]) {
+        let mut state = 7;
+        let mut random = || {
+            let lanes: Vec<[u64; LIMBS]> = (0..W::LANES)
+                .map(|_| to_radix29(random_below_r(&mut state)))
+                .collect();
+            // SAFETY: the caller checked the CPU's features.
+            unsafe { W::load(&lanes) }
+        };
+        let y = random();
+        let xs = std::array::from_fn(|_| random());
+        // SAFETY: as above.
+        unsafe {
+            (
+                W::load(&vec![modulus_limbs(); W::LANES]),
+                W::splat(neg_inv_29()),
+                y,
+                xs,
+            )
+        }
+    }
+
+    /// The scalar chains' multiplier and CHAINS starting values.
+    fn scalar_chains() -> (Fr, [Fr; CHAINS]) {
+        (Fr::from_u64(11), [3, 5, 7, 9].map(Fr::from_u64))
+    }
+
     /// CPU ns per element multiplied: CHAINS independent chains x = x·y of W::LANES lanes.
     pub fn vector_ns<W: Width>() -> f64 {
-        let mut state = 7;
         // SAFETY: callers measure only where W::supported().
         unsafe {
-            let p = W::load(&vec![modulus_limbs(); W::LANES]);
-            let inv = W::splat(neg_inv_29());
-            let y = W::load(
-                &(0..W::LANES)
-                    .map(|_| to_radix29(random_below_r(&mut state)))
-                    .collect::<Vec<_>>(),
-            );
-            let mut xs: [[W::V; LIMBS]; CHAINS] = std::array::from_fn(|_| {
-                W::load(
-                    &(0..W::LANES)
-                        .map(|_| to_radix29(random_below_r(&mut state)))
-                        .collect::<Vec<_>>(),
-                )
-            });
+            let (p, inv, y, mut xs) = vector_chains::<W>();
             let t = thread_cpu_time();
             W::chain(&mut xs, &y, &p, inv, STEPS);
             let ns = (thread_cpu_time() - t).as_nanos() as f64;
@@ -395,28 +415,8 @@ mod floor {
     pub fn hybrid_ns<const S: usize>(adx: pora_encode::adx::Adx) -> f64 {
         #[target_feature(enable = "avx2,bmi2,adx")]
         unsafe fn inner<const S: usize>(adx: pora_encode::adx::Adx) -> f64 {
-            let mut state = 7;
-            let p = Avx2::load(&vec![modulus_limbs(); 4]);
-            let inv = Avx2::splat(neg_inv_29());
-            let y = Avx2::load(
-                &(0..4)
-                    .map(|_| to_radix29(random_below_r(&mut state)))
-                    .collect::<Vec<_>>(),
-            );
-            let mut xs: [[__m256i; LIMBS]; CHAINS] = std::array::from_fn(|_| {
-                Avx2::load(
-                    &(0..4)
-                        .map(|_| to_radix29(random_below_r(&mut state)))
-                        .collect::<Vec<_>>(),
-                )
-            });
-            let sy = Fr::from_u64(11);
-            let mut sx = [
-                Fr::from_u64(3),
-                Fr::from_u64(5),
-                Fr::from_u64(7),
-                Fr::from_u64(9),
-            ];
+            let (p, inv, y, mut xs) = vector_chains::<Avx2>();
+            let (sy, mut sx) = scalar_chains();
             let t = thread_cpu_time();
             for _ in 0..STEPS {
                 for x in xs.iter_mut() {
@@ -436,13 +436,7 @@ mod floor {
 
     /// CPU ns per multiply of the scalar kernel `arith`, CHAINS independent chains.
     pub fn scalar_ns<A: Arith>(arith: A) -> f64 {
-        let y = Fr::from_u64(11);
-        let mut xs = [
-            Fr::from_u64(3),
-            Fr::from_u64(5),
-            Fr::from_u64(7),
-            Fr::from_u64(9),
-        ];
+        let (y, mut xs) = scalar_chains();
         let t = thread_cpu_time();
         for _ in 0..STEPS {
             for x in xs.iter_mut() {

@@ -66,8 +66,10 @@ go test -tags pora_sim -count=1 -v ./... || fail "go test failed"
 
 step "go test -race (concurrency, cancellation, close, bad input)"
 go test -tags pora_sim -count=1 -race -run 'TwoHandles|CloseDuring|BadInput|Cancel|Engine|Overlay' . || fail "go test -race failed"
-# The es-node adapter's task loops share one adapter (its timing test stays out: -race is slower).
-go test -tags pora_sim -count=1 -race -run 'Exactness|Config|Task|Threads|Stopped|WrongSize|CacheSyncReads' ./esnode/ || fail "go test -race ./esnode/ failed"
+# Every test of the es-node adapter and its stand-in, two shards mining at once among them
+# (TestTwoShardsMineAtOnce), except the cache sync's timing bound (TestCacheSyncCost): -race makes
+# each operation several times slower, so its sub-millisecond bounds fail there (~80 s in all).
+go test -tags pora_sim -count=1 -race -skip 'CacheSyncCost' ./esnode/ || fail "go test -race ./esnode/ failed"
 
 # Go 1.26 refuses GODEBUG=cgocheck=2 at start-up; the full pointer checks are an experiment now.
 step "GOEXPERIMENT=cgocheck2 go test"

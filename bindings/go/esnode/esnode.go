@@ -56,10 +56,15 @@ type Task struct {
 	// NonceStart, NonceEnd and Thread are the thread's segment of [0, NonceLimit) as es-node's
 	// assignTasks splits it; thread 0 mines the whole range through pora.
 	NonceStart, NonceEnd, Thread uint64
+	// State is es-node's entry for the shard in worker.miningStates (made once per shard by
+	// newWorker), converted: (*esnode.MiningState)(w.miningStates[t.shardIdx]). Thread 0's task
+	// writes its fields through this pointer when it ends, as es-node's own thread 0 does; no
+	// other thread writes it, and the map itself is never written. Nil: nothing is written.
+	State *MiningState
 }
 
-// MiningState has es-node's miner.MiningState fields, so es-node converts a pointer to it
-// ((*MiningState)(res.State)).
+// MiningState has es-node's miner.MiningState fields in its order, so a pointer to es-node's
+// converts to a pointer to it (Task.State) and back ((*miner.MiningState)(res.State)).
 type MiningState struct {
 	// MiningPower is the share of [0, NonceLimit) tried, in basis points, counted.
 	MiningPower uint64
@@ -74,8 +79,8 @@ type Result struct {
 	// unchanged proof and submit code.
 	Found                bool
 	NonceStart, NonceEnd uint64
-	// State is thread 0's mining state (es-node writes miningStates from thread 0 only); nil
-	// for the other threads and when the task failed.
+	// State is thread 0's mining state, also written through Task.State (es-node writes its
+	// mining state from thread 0 only); nil for the other threads and when the task failed.
 	State *MiningState
 	// Record is pora's record of the task (nil for threads other than 0).
 	Record *porago.ShardSlot
@@ -177,6 +182,9 @@ func (m *Miner[H]) MineTask(t Task) (Result, error) {
 	out := Result{
 		State:  &MiningState{MiningPower: res.MiningPowerBps, SamplingTime: res.SamplingTimeMs},
 		Record: &res.Record,
+	}
+	if t.State != nil {
+		*t.State = *out.State
 	}
 	if res.Found {
 		out.Found, out.NonceStart, out.NonceEnd = true, res.Nonce, res.Nonce+1

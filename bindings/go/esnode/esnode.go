@@ -111,6 +111,11 @@ var ErrClosed = errors.New("esnode: the miner is closed")
 // New checks cfg against the data files' headers (miner, KV entries per shard) and returns the
 // adapter; no engine is opened until a shard's first task. cache may be nil (no blob cache).
 func New[H ~[32]byte](cfg Config, cache Cache[H]) (*Miner[H], error) {
+	// A build without libpora (another GOOS/GOARCH, or CGO_ENABLED=0) compiles, and refuses here,
+	// naming the platform: es-node fails at start-up only when it asked for pora.
+	if err := porago.Available(); err != nil {
+		return nil, fmt.Errorf("esnode: %w", err)
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}

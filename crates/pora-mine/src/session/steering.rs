@@ -11,7 +11,7 @@
 use crate::defaults::available_cpus;
 use crate::errand::Errands;
 use crate::records::{Choice, SteeringRecord};
-use crate::steer::{Candidate, Observation, SlotOutcome, Steering};
+use crate::steer::{probe, Candidate, Observation, SlotOutcome, Steering};
 use crate::{MineError, Miner, PoolIo, SlotReport, SlotRequest};
 use pora_io::host::block_device::BlockDevice;
 use pora_io::host::memory::CacheRoom;
@@ -51,12 +51,15 @@ pub(crate) struct SlotFacts<'a> {
 impl PoolSide {
     /// Decides this pool's method for the slot and switches pool `index` of `miner` to it.
     pub fn steer(&mut self, miner: &Miner, index: usize, facts: &SlotFacts<'_>) {
-        let Some(steering) = self.steering.as_mut() else {
+        if self.steering.is_none() {
             return;
-        };
+        }
         let started = Instant::now();
-        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
         let request = facts.request;
+        // The slot's deadline (until the request carries its caller's absolute deadline).
+        let probed = self.probe(started + request.slot_length);
+        let steering = self.steering.as_mut().expect("steered pool");
+        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
         let observation = observe(
             self.bytes,
             cached,
@@ -101,6 +104,9 @@ impl PoolSide {
                 }
             }
         }
+        if let Some(probed) = probed {
+            decision.why = format!("{probed}; {}", decision.why);
+        }
         let steering = self.steering.as_ref().expect("steered pool");
         let (slots, switches, explorations) = steering.counts();
         let c = decision.candidate;
@@ -117,6 +123,51 @@ impl PoolSide {
         record.switched_from = switched_from;
         (record.switches, record.exploring_slots) = (switches, explorations);
         self.choice.steering = Some(record);
+    }
+
+    /// Before the first slot on a device nothing is known of (no profile, no slot measured):
+    /// each read path's candidate probed for a few tens of ms ([`crate::steer::probe`]) on the
+    /// errand thread, within the slot's own time before `deadline`, and its reads/s given to
+    /// the steering. Returns what was measured, for the record's `why`.
+    fn probe(&mut self, deadline: Instant) -> Option<String> {
+        let steering = self.steering.as_mut()?;
+        let candidates = steering.to_probe();
+        if candidates.len() < 2 {
+            return None;
+        }
+        let now = Instant::now();
+        let each = probe::per_candidate(candidates.len(), now, deadline);
+        if each.is_zero() {
+            return None;
+        }
+        let until = now + each * candidates.len() as u32;
+        let (paths, io, list) = (self.paths.clone(), self.io.clone(), candidates.clone());
+        let asked = self.errands.ask(
+            until.saturating_duration_since(now) + SWITCH_WAIT,
+            move || probe::probe_candidates(&paths, &io, &list, each, until),
+        );
+        let Some(probed) = asked else {
+            return Some(format!(
+                "probe of {} candidates did not answer in time",
+                candidates.len()
+            ));
+        };
+        let steering = self.steering.as_mut()?;
+        let mut said = Vec::with_capacity(probed.len());
+        for p in &probed {
+            match &p.reads_per_sec {
+                Ok(rate) => {
+                    steering.probed(p.candidate.path, *rate);
+                    said.push(format!("{} {:.0}k reads/s", p.candidate.method, rate / 1e3));
+                }
+                Err(why) => said.push(format!("{} not probed ({why})", p.candidate.method)),
+            }
+        }
+        Some(format!(
+            "probed in {:.0} ms: {}",
+            now.elapsed().as_secs_f64() * 1e3,
+            said.join(", ")
+        ))
     }
 
     /// Switches pool `index` to `to`: a backend set kept from earlier, else one opened on the

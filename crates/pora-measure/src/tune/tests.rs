@@ -98,27 +98,33 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
     );
 }
 
-#[test]
-fn stop_flag_interrupts_without_a_choice_being_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = shard_file(dir.path(), Address::default());
-    let input = TuneInput {
-        shards: open_files_as_shards(&[file], None).unwrap(),
+/// A 5 s tune of `shards` on the simulated disk: one worker, depths up to `max_depth`, every
+/// read taking `latency_us`.
+fn sim_input(shards: Vec<ShardSet>, max_depth: usize, latency_us: u32) -> TuneInput {
+    TuneInput {
+        shards,
         methods: vec![Method::Sim],
         limits: GridLimits {
             cpus: 1,
-            max_depth: 4,
+            max_depth,
             max_threads_sync: 1,
         },
         budget_sec: 5.0,
         sim: SimConfig {
             seed: 3,
-            latency_us: (100, 100),
+            latency_us: (latency_us, latency_us),
             ..SimConfig::default()
         },
         random_checks: 2,
         latency_curve: false,
-    };
+    }
+}
+
+#[test]
+fn stop_flag_interrupts_without_a_choice_being_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = shard_file(dir.path(), Address::default());
+    let input = sim_input(open_files_as_shards(&[file], None).unwrap(), 4, 100);
     let stop = AtomicBool::new(true);
     let out = tune(&input, &stop, &mut |_| {}).unwrap();
     assert!(out.interrupted);
@@ -147,23 +153,7 @@ fn four_shard_files_are_four_shards_sharing_the_device() {
     assert_eq!(one.len(), 1);
     assert!(crate::shards::one_per_file_note(&files, Some(8), &one).is_none());
 
-    let input = TuneInput {
-        shards,
-        methods: vec![Method::Sim],
-        limits: GridLimits {
-            cpus: 1,
-            max_depth: 8,
-            max_threads_sync: 1,
-        },
-        budget_sec: 5.0,
-        sim: SimConfig {
-            seed: 3,
-            latency_us: (1000, 1000),
-            ..SimConfig::default()
-        },
-        random_checks: 2,
-        latency_curve: false,
-    };
+    let input = sim_input(shards, 8, 1000);
     let stop = AtomicBool::new(false);
     let out = tune(&input, &stop, &mut |_| {}).unwrap();
     let c = out.choice.clone().expect("a choice");

@@ -11,6 +11,7 @@
 use crate::defaults::available_cpus;
 use crate::errand::Errands;
 use crate::records::{Choice, SteeringRecord};
+use crate::steer::model::ReadPath;
 use crate::steer::{probe, Candidate, Observation, SlotOutcome, Steering};
 use crate::{MineError, Miner, PoolIo, SlotReport, SlotRequest};
 use pora_io::host::block_device::BlockDevice;
@@ -56,10 +57,10 @@ impl PoolSide {
         }
         let started = Instant::now();
         let request = facts.request;
-        // The slot's deadline (until the request carries its caller's absolute deadline).
-        let probed = self.probe(started + request.slot_length);
-        let steering = self.steering.as_mut().expect("steered pool");
         let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
+        // The slot's deadline (until the request carries its caller's absolute deadline).
+        let probed = self.probe(started + request.slot_length, cached);
+        let steering = self.steering.as_mut().expect("steered pool");
         let observation = observe(
             self.bytes,
             cached,
@@ -105,7 +106,7 @@ impl PoolSide {
             }
         }
         if let Some(probed) = probed {
-            decision.why = format!("{probed}; {}", decision.why);
+            decision.why = format!("{}; {probed}", decision.why);
         }
         let steering = self.steering.as_ref().expect("steered pool");
         let (slots, switches, explorations) = steering.counts();
@@ -128,11 +129,14 @@ impl PoolSide {
     /// Before the first slot on a device nothing is known of (no profile, no slot measured):
     /// each read path's candidate probed for a few tens of ms ([`crate::steer::probe`]) on the
     /// errand thread, within the slot's own time before `deadline`, and its reads/s given to
-    /// the steering. Returns what was measured, for the record's `why`.
-    fn probe(&mut self, deadline: Instant) -> Option<String> {
+    /// the steering. A buffered probe's hits are taken out (`cached`: the share of the files in
+    /// the page cache); a shard held in memory is not probed (the cache decides there, not the
+    /// device). Returns what was measured, for the record's `why`.
+    fn probe(&mut self, deadline: Instant, cached: Option<f64>) -> Option<String> {
         let steering = self.steering.as_mut()?;
         let candidates = steering.to_probe();
-        if candidates.len() < 2 {
+        let cached = cached.unwrap_or(0.0).clamp(0.0, 1.0);
+        if candidates.len() < 2 || cached >= crate::steer::MAPPED_FROM_FRACTION {
             return None;
         }
         let now = Instant::now();
@@ -157,7 +161,11 @@ impl PoolSide {
         for p in &probed {
             match &p.reads_per_sec {
                 Ok(rate) => {
-                    steering.probed(p.candidate.path, *rate);
+                    let misses = match p.candidate.path {
+                        ReadPath::Buffered => rate * (1.0 - cached),
+                        _ => *rate,
+                    };
+                    steering.probed(p.candidate.path, misses);
                     said.push(format!("{} {:.0}k reads/s", p.candidate.method, rate / 1e3));
                 }
                 Err(why) => said.push(format!("{} not probed ({why})", p.candidate.method)),

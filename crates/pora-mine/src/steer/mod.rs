@@ -245,7 +245,8 @@ impl Steering {
     /// Takes a probe's reads/s as `path`'s device rate (the first slot's on it replaces it), and
     /// as every still-assumed path's until that one is measured.
     pub fn probed(&mut self, path: ReadPath, reads_per_sec: f64) {
-        if !(reads_per_sec > 0.0) {
+        // A probe that read nothing (or NaN) says nothing about the device.
+        if reads_per_sec.is_nan() || reads_per_sec <= 0.0 {
             return;
         }
         let i = path_index(path);

@@ -144,12 +144,16 @@ impl PoolSide {
         if each.is_zero() {
             return None;
         }
-        let until = now + each * candidates.len() as u32;
+        // Each candidate reads for `each` once open; opening (a ring, registered buffers) and
+        // withdrawing the last reads come on top, bounded here.
+        let bound = (each + probe::PROBE_OPEN_ALLOWANCE) * candidates.len() as u32;
+        let until = now + bound;
         let (paths, io, list) = (self.paths.clone(), self.io.clone(), candidates.clone());
-        let asked = self.errands.ask(
-            until.saturating_duration_since(now) + SWITCH_WAIT,
-            move || probe::probe_candidates(&paths, &io, &list, each, until),
-        );
+        let asked = self
+            .errands
+            .ask(bound + probe::PROBE_OPEN_ALLOWANCE, move || {
+                probe::probe_candidates(&paths, &io, &list, each, until)
+            });
         let Some(probed) = asked else {
             return Some(format!(
                 "probe of {} candidates did not answer in time",

@@ -21,6 +21,11 @@ pub const PROBE_PER_CANDIDATE: Duration = Duration::from_millis(30);
 /// Share of the time left before the slot's deadline that all probes together may take: a short
 /// slot (a test's, or one called late) is probed for less, never spent on probing.
 pub const PROBE_SHARE_OF_SLOT: f64 = 0.05;
+/// A slot with less time than this left is not probed.
+pub const PROBE_MIN_SLOT_LEFT: Duration = Duration::from_secs(2);
+/// Time allowed per candidate, on top of its reading time, to open its backends and withdraw
+/// its last reads; the probe as a whole ends by then whatever the device does.
+pub const PROBE_OPEN_ALLOWANCE: Duration = Duration::from_millis(60);
 /// Longest wait for a probe's reads still in flight at its end to be withdrawn.
 const PROBE_DRAIN: Duration = Duration::from_millis(50);
 
@@ -34,16 +39,22 @@ pub struct Probed {
 }
 
 /// The time each of `candidates` may read for, from `now` to the slot's `deadline`:
-/// [`PROBE_PER_CANDIDATE`], less when [`PROBE_SHARE_OF_SLOT`] of what is left is shorter.
+/// [`PROBE_PER_CANDIDATE`], less when [`PROBE_SHARE_OF_SLOT`] of what is left is shorter; none
+/// when less than [`PROBE_MIN_SLOT_LEFT`] is left (opening the candidates would cost the slot
+/// too large a share).
 pub fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Duration {
     let left = deadline.saturating_duration_since(now);
+    if left < PROBE_MIN_SLOT_LEFT {
+        return Duration::ZERO;
+    }
     let share = left.mul_f64(PROBE_SHARE_OF_SLOT) / candidates.max(1) as u32;
     share.min(PROBE_PER_CANDIDATE)
 }
 
-/// Probes every candidate in turn, each for `each`, opening it over `paths` with `io` (its
-/// method set per candidate); ends by `until` whatever the device does (the reads still in
-/// flight then are withdrawn within [`PROBE_DRAIN`]).
+/// Probes every candidate in turn, each reading for `each` once its backends are ready,
+/// opening it over `paths` with `io` (its method set per candidate); nothing reads past `until`
+/// whatever the device does (the reads still in flight then are withdrawn within
+/// [`PROBE_DRAIN`]).
 pub fn probe_candidates(
     paths: &[PathBuf],
     io: &IoConfig,
@@ -59,10 +70,9 @@ pub fn probe_candidates(
                 method: candidate.method,
                 ..io.clone()
             };
-            let end = (Instant::now() + each).min(until);
             let reads_per_sec = pora_io::open(paths, &config)
                 .map_err(|e| e.to_string())
-                .and_then(|f| reads_per_sec(f.as_ref(), &lens, candidate, end));
+                .and_then(|f| reads_per_sec(f.as_ref(), &lens, candidate, each, until));
             Probed {
                 candidate,
                 reads_per_sec,
@@ -72,12 +82,15 @@ pub fn probe_candidates(
 }
 
 /// Reads/s of `factory` with the candidate's threads x depth on random samples of files of
-/// `lens` bytes, until `end`.
+/// `lens` bytes, over `each` from the moment its backends are ready (opening a ring and
+/// registering its buffers is not the device's time), never past `until`. The time the reads
+/// still in flight take to be withdrawn afterwards is not counted either.
 pub fn reads_per_sec(
     factory: &dyn BackendFactory,
     lens: &[u64],
     candidate: Candidate,
-    end: Instant,
+    each: Duration,
+    until: Instant,
 ) -> Result<f64, String> {
     if lens.iter().all(|&l| l < SAMPLE_LEN as u64) {
         return Err("the files hold no sample".into());
@@ -87,6 +100,10 @@ pub fn reads_per_sec(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
+    let end = (started + each).min(until);
+    if end <= started {
+        return Err("no time left to read in".into());
+    }
     let counts = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
             .into_iter()
@@ -98,24 +115,25 @@ pub fn reads_per_sec(
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<u64>, String>>()
+            .collect::<Result<Vec<(u64, Instant)>, String>>()
     })?;
-    let elapsed = started.elapsed().as_secs_f64();
+    let stopped = counts.iter().map(|&(_, at)| at).max().unwrap_or(end);
+    let elapsed = stopped.saturating_duration_since(started).as_secs_f64();
     if elapsed <= 0.0 {
         return Err("no time to read in".into());
     }
-    Ok(counts.iter().sum::<u64>() as f64 / elapsed)
+    Ok(counts.iter().map(|&(n, _)| n).sum::<u64>() as f64 / elapsed)
 }
 
 /// One worker of a probe: keeps its backend full of random sample reads until `end`; returns the
-/// reads completed. A failed read fails the probe (the slot's own error handling, not the
-/// probe's, decides what a failing disk costs).
+/// reads completed and when it stopped counting them. A failed read fails the probe (the slot's
+/// own error handling, not the probe's, decides what a failing disk costs).
 fn read_until(
     backend: &mut dyn Backend,
     lens: &[u64],
     seed: u64,
     end: Instant,
-) -> Result<u64, String> {
+) -> Result<(u64, Instant), String> {
     let mut offsets = Offsets::new(lens, seed);
     let mut free: Vec<u32> = (0..backend.capacity() as u32).collect();
     let mut out = Vec::with_capacity(backend.capacity());
@@ -142,8 +160,9 @@ fn read_until(
             free.push(c.tag);
         }
         done += out.len() as u64;
-        if Instant::now() >= end {
-            break Ok(done);
+        let now = Instant::now();
+        if now >= end {
+            break Ok((done, now));
         }
     };
     backend.cancel_all(PROBE_DRAIN);
@@ -256,9 +275,12 @@ mod tests {
 
         let mut steering = Steering::new(vec![buffered, direct], &[]);
         assert_eq!(steering.to_probe(), vec![buffered, direct]);
-        let end = || Instant::now() + PROBE_PER_CANDIDATE;
-        let slow = reads_per_sec(sim(&paths, 2000).as_ref(), &lens, buffered, end()).unwrap();
-        let fast = reads_per_sec(sim(&paths, 200).as_ref(), &lens, direct, end()).unwrap();
+        let until = Instant::now() + Duration::from_secs(5);
+        let probe = |latency_us, c| {
+            let each = PROBE_PER_CANDIDATE;
+            reads_per_sec(sim(&paths, latency_us).as_ref(), &lens, c, each, until).unwrap()
+        };
+        let (slow, fast) = (probe(2000, buffered), probe(200, direct));
         // 16 in flight: 8k reads/s at 2 ms, 80k at 0.2 ms (less on a busy machine).
         assert!(fast > 3.0 * slow, "probe: {slow:.0} vs {fast:.0} reads/s");
         steering.probed(ReadPath::Buffered, slow);
@@ -274,7 +296,7 @@ mod tests {
     }
 
     /// The probe's time is the slot's: 30 ms each on a 12 s slot, a share of what is left on
-    /// a short one, nothing past the deadline.
+    /// a shorter one, nothing on a slot of under 2 s or past the deadline.
     #[test]
     fn the_probe_spends_a_small_share_of_the_slot_left() {
         let now = Instant::now();
@@ -282,8 +304,9 @@ mod tests {
             per_candidate(2, now, now + Duration::from_secs(12)),
             PROBE_PER_CANDIDATE
         );
-        let short = per_candidate(2, now, now + Duration::from_millis(400));
-        assert_eq!(short, Duration::from_millis(10));
+        let four = per_candidate(4, now, now + Duration::from_secs(2));
+        assert_eq!(four, Duration::from_millis(25));
+        assert!(per_candidate(2, now, now + Duration::from_millis(1999)).is_zero());
         assert!(per_candidate(2, now, now).is_zero());
     }
 

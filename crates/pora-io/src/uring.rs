@@ -945,6 +945,20 @@ mod tests {
         );
     }
 
+    /// Pushes one read per tag of `tags`, of the sample at `tag * stride` of file 0.
+    fn push_reads(backend: &mut UringBackend, tags: std::ops::Range<u32>, stride: u64) {
+        for tag in tags {
+            let offset = u64::from(tag) * stride;
+            backend
+                .push(SampleRead {
+                    tag,
+                    file: 0,
+                    offset,
+                })
+                .unwrap();
+        }
+    }
+
     /// Every combination of registered and plain buffers and files reads the right bytes: a
     /// kernel that refuses either registration (RLIMIT_MEMLOCK for the buffers) still reads.
     #[test]
@@ -961,16 +975,7 @@ mod tests {
             backend.fixed_files &= fixed_files;
             backend.fixed_buffers &= fixed_buffers;
             let mut out = Vec::with_capacity(8);
-            for tag in 0..8u32 {
-                let offset = u64::from(tag) * 7001;
-                backend
-                    .push(SampleRead {
-                        tag,
-                        file: 0,
-                        offset,
-                    })
-                    .unwrap();
-            }
+            push_reads(&mut backend, 0..8, 7001);
             backend.submit().unwrap();
             let deadline = Instant::now() + Duration::from_secs(10);
             while out.len() < 8 && Instant::now() < deadline {
@@ -992,18 +997,7 @@ mod tests {
         let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
             return;
         };
-        let push = |backend: &mut UringBackend, tags: std::ops::Range<u32>| {
-            for tag in tags {
-                let offset = u64::from(tag) * 1000;
-                backend
-                    .push(SampleRead {
-                        tag,
-                        file: 0,
-                        offset,
-                    })
-                    .unwrap();
-            }
-        };
+        let push = |backend: &mut UringBackend, tags| push_reads(backend, tags, 1000);
         push(&mut backend, 0..4);
         backend.submit().unwrap();
         push(&mut backend, 4..8);

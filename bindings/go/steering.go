@@ -41,6 +41,6 @@ type CandidateForecast struct {
 	PredictedMiningPower       float64 `json:"predictedMiningPower"`
 	PredictedSteadyMiningPower float64 `json:"predictedSteadyMiningPower"`
 	DeviceReadsPerSec          float64 `json:"deviceReadsPerSec"`
-	// RateSource is "assumed", "profile" or "measured".
+	// RateSource is "assumed", "profile", "probed" (a short probe before the first slot) or "measured".
 	RateSource string `json:"rateSource"`
 }

@@ -62,7 +62,7 @@ pub use host::cpu_time;
 pub use cache_reads::{CacheReads, HIT_LATENCY};
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use leak::{leaked_backends, note_leaked_backend, TEARDOWN_WAIT};
-pub use method::{Capabilities, Method, Unavailable};
+pub use method::{Capabilities, Method, ReadPath, Unavailable};
 pub use sim::{SimConfig, SimFault};
 
 use std::path::PathBuf;

@@ -94,11 +94,9 @@ type vector struct {
 	Meets          *bool    `json:"hash1MeetsRequiredDiff"`
 }
 
-// vectors loads the repository's vectors and the shared ones beside the repository, if present.
+// vectors loads the repository's es-node vectors (docs/spec/algorithm.md, "The vectors that pin it").
 func vectors(t testing.TB) []vector {
 	files := []string{filepath.Join(repoRoot(t), "testdata/esnode-sample.json")}
-	shared, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/vectors/*.json"))
-	files = append(files, shared...)
 	var all []vector
 	for _, f := range files {
 		raw, err := os.ReadFile(f)

@@ -1,5 +1,5 @@
 // es-node stand-in, package downloader (ethstorage/downloader): the blob caches as
-// ../shared/spec/ESNODE.md describes es-node v0.2.10's, written here from that description (no
+// docs/spec/es-node.md describes es-node v0.2.10's, written here from that description (no
 // es-node code). BlobMemCache keys blocks by number and answers lookups in map order;
 // BlobDiskCache keeps the bytes in a store whose reads the tests count, a KV lookup to its most
 // recent copy, and a Cleanup by finalized block. Lines between "pora hook begin" and "pora hook

@@ -1,5 +1,5 @@
 // es-node stand-in, package miner (ethstorage/miner/miner.go and config.go): miner.Miner around
-// its worker and the Config fields the worker reads, as ../shared/spec/ESNODE.md describes es-node
+// its worker and the Config fields the worker reads, as docs/spec/es-node.md describes es-node
 // v0.2.10's. Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
 package esnode_test
 

@@ -1,6 +1,6 @@
 // es-node stand-in, package miner (ethstorage/miner/worker.go and algorithm.go): the worker's
 // task split, mineTask loop and mining-state rules, initHash and hashimoto, written from
-// ../shared/spec/ESNODE.md and PORA.md's description of es-node v0.2.10 (no es-node code). The
+// docs/spec/es-node.md and docs/spec/algorithm.md's description of es-node v0.2.10 (no es-node code). The
 // found-nonce path keeps what a proof needs (the samples read again) and stops before the
 // prover. Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
 package esnode_test

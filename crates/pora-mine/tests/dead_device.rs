@@ -1,4 +1,4 @@
-//! Devices that stop answering, and slow synchronous reads (issue 12, "bounded everything"):
+//! Devices that stop answering, and slow synchronous reads (docs/io-methods.md):
 //! - the simulated disk dies mid-slot (`dead_after_reads`): the slot ends at its deadline, the
 //!   next slot starts (the miner replaces backends that do not drain), and dropping the miner
 //!   finishes without waiting for the dead device: its backends are leaked and counted

@@ -1,5 +1,5 @@
 //! The scheduler on the simulated disk: random latencies and reordering over several seeds.
-//! Checks the invariants of issue 4: reads in flight never exceed the depth, a chain's next
+//! Checks the scheduler's invariants: reads in flight never exceed the depth, a chain's next
 //! sample is only read after its previous one completed, every nonce of the range is completed
 //! exactly once, and the valid nonces equal a naive sequential miner's.
 

@@ -1,4 +1,4 @@
-//! Shards on two devices (issue 13), end to end through the binary: `pora mine` opens one pool
+//! Shards on two devices (mining.md), end to end through the binary: `pora mine` opens one pool
 //! per device and says what it chose for each, finds the same nonces as each shard mined alone;
 //! `pora tune` tunes each device alone and writes one profile per device, which `pora mine`
 //! then uses per device; `pora doctor` reports per device. The second device is the tmpfs at
@@ -172,7 +172,7 @@ fn tune_writes_one_profile_per_device_and_mine_uses_each() {
         assert!(p.exists(), "{} missing", p.display());
     }
     // Mining without --method takes each device's profile: its method (with its knobs and
-    // measured rate) is `auto`'s candidate for its read path on that device (issue 28).
+    // measured rate) is `auto`'s candidate for its read path on that device (docs/mining.md).
     let (records, stderr) = mine_json(&[&s0, &s1], &[]);
     for p in &profiles {
         assert!(

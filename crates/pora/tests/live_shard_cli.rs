@@ -1,4 +1,4 @@
-//! Mining beside a live es-node (issue 12): a writer rewrites random KVs of the shard (whole
+//! Mining beside a live es-node (docs/mining.md): a writer rewrites random KVs of the shard (whole
 //! 128 KiB writes, as es-node does, and meta entries) in a loop while `pora mine --find all` runs
 //! with every method. No slot may abort; every reported nonce whose KVs no write touched must
 //! verify against the file as it is after the run; changed candidates are counted, not reported

@@ -1,4 +1,4 @@
-//! Issue 30: crash-safe fills. `pora create --fill empty` of a 32 MiB shard killed with SIGKILL
+//! Crash-safe fills. `pora create --fill empty` of a 32 MiB shard killed with SIGKILL
 //! at random points (each `--resume` killed again, then one run to the end), and stopped by a
 //! full file system (a tmpfs mounted with a small `size=`, grown afterwards): the resumed file is
 //! byte-identical to an uninterrupted fill, an interrupted file never validates, and ENOSPC is an

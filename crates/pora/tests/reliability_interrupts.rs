@@ -1,4 +1,4 @@
-//! Issue 7, item 6: SIGINT and SIGTERM stop `mine`, `bench` and `tune` within a second, print
+//! docs/RELIABILITY.md: SIGINT and SIGTERM stop `mine`, `bench` and `tune` within a second, print
 //! the partial statistics and exit non-zero; an interrupted `tune` leaves no profile (nor a
 //! temporary file) next to the shard; an interrupted `create` leaves a file that `info`, `hash`
 //! and `mine` reject as never finished.

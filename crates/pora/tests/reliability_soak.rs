@@ -1,4 +1,4 @@
-//! Issue 30: a soak of `pora serve`. Loopback clients only (127.0.0.1), bounded in number (4)
+//! A soak of `pora serve`. Loopback clients only (127.0.0.1), bounded in number (4)
 //! and time: one miner asking `pora_mineSlot` back to back (as es-node does: one slot at a
 //! time), two asking `pora_hash` of random nonces, and one mixing `pora_status`, `GET /metrics`,
 //! `pora_cancel` and malformed bodies (bad JSON, unknown methods, bad params, a body over the

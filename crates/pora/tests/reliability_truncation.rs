@@ -1,4 +1,4 @@
-//! Issue 7, item 4: a shard truncated (to half, or to just its header) or replaced (another file
+//! RELIABILITY.md: a shard truncated (to half, or to just its header) or replaced (another file
 //! renamed over its path) while `pora mine` runs, for every real access method available here.
 //!
 //! Truncation must give clear read errors naming the file and offset, never SIGBUS (mmap) or a

@@ -1031,7 +1031,7 @@ fn mine_metrics_listen_exports_while_mining() {
     assert!(child.wait().unwrap().success());
 }
 
-/// With `auto` (no `--method`), every slot's answer names how `auto` decided (issue 28) and the
+/// With `auto` (no `--method`), every slot's answer names how `auto` decided (mining.md) and the
 /// metrics carry the page cache's share, the hit ratio, the forecast and the switch counters of
 /// the shard's device.
 #[test]

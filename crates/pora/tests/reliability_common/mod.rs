@@ -1,4 +1,4 @@
-//! Helpers shared by the `reliability_*` tests (issue 7): running the `pora` binary (optionally
+//! Helpers shared by the `reliability_*` tests: running the `pora` binary (optionally
 //! as an unprivileged uid, with default signal dispositions), creating shards, a fingerprint of a
 //! file's bytes and mtime, running a child with a time limit while its output goes to files, and
 //! SKIP lines that show despite libtest's output capture. Builds on `common` (the helpers of every

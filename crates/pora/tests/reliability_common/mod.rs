@@ -208,6 +208,23 @@ impl Running {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
+    /// Waits until the child's stderr shows `text`; fails the test after `limit` or if the child
+    /// ends first.
+    pub fn wait_for_stderr(&mut self, text: &str, limit: Duration) {
+        let until = Instant::now() + limit;
+        loop {
+            let err = std::fs::read_to_string(&self.err).unwrap_or_default();
+            if err.contains(text) {
+                return;
+            }
+            assert!(
+                Instant::now() < until && self.is_running(),
+                "{text:?} not on stderr within {limit:?}: {err}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill with a pid of our own live (not yet reaped) child and a valid signal.
         assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill");

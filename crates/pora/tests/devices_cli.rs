@@ -4,6 +4,7 @@
 //! then uses per device; `pora doctor` reports per device. The second device is the tmpfs at
 //! /dev/shm; where it is missing or is the temp dir's own device the tests say SKIP and why.
 
+#[macro_use]
 mod common;
 
 use common::{ok, pora, s, stderr};
@@ -24,12 +25,12 @@ fn run_ok(args: &[&str]) -> (String, String) {
 fn two_devices(test: &str) -> Option<(tempfile::TempDir, tempfile::TempDir)> {
     let first = tempfile::tempdir().unwrap();
     let Ok(second) = tempfile::tempdir_in("/dev/shm") else {
-        eprintln!("SKIP {test}: no writable /dev/shm for a second device");
+        skip_note!("SKIP {test}: no writable /dev/shm for a second device");
         return None;
     };
     let groups = pora_mine::devices::by_device([first.path(), second.path()]);
     if groups.len() != 2 {
-        eprintln!(
+        skip_note!(
             "SKIP {test}: {} and /dev/shm are on the same device",
             first.path().display()
         );

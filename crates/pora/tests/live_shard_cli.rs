@@ -56,6 +56,7 @@ fn writer(path: PathBuf, stop: Arc<AtomicBool>, touched: Arc<Mutex<HashSet<u64>>
             file.seek(SeekFrom::Start(meta)).unwrap();
             file.write_all(&[0x80u8; 32]).unwrap();
         }
+        // The writer's pace (a KV every 2 ms, as blobs arrive), not a wait for a condition.
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }

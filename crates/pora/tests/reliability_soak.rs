@@ -215,6 +215,7 @@ fn serve_soak_answers_every_well_formed_request_with_flat_memory_and_descriptors
                 if samples.last().is_none_or(|l| l.0 < second) {
                     samples.push((second, rss_kib(pid), fds(pid)));
                 }
+                // The clients' pace (the soak's load), not a wait for a condition.
                 std::thread::sleep(Duration::from_millis(2));
             }
         });

@@ -322,9 +322,6 @@ cp "$GP/GOSUM.txt" "$C/go.sum"
 source "$ROOT/tools/path-without-rust.sh"
 NORUST_PATH="$(path_without_rust)"
 VECTOR_FILES=("$ROOT/testdata/esnode-sample.json" "$ROOT/testdata/esnode-encode.json")
-for f in "$ROOT"/../shared/vectors/esnode-sample.json "$ROOT"/../shared/vectors/esnode-encode.json; do
-    [ -f "$f" ] && VECTOR_FILES+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
-done
 GOENV_CONSUMER=(env PATH="$NORUST_PATH" GOTOOLCHAIN=local GOPROXY="file://$GP" GOSUMDB=off GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}" GOPATH="$TMP/gopath")
 norust_ok() { # the PATH the consumer builds with has no Rust toolchain
     "${GOENV_CONSUMER[@]}" sh -c 'command -v cargo || command -v rustc' && { echo "cargo or rustc is on the consumer's PATH"; return 1; }

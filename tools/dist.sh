@@ -27,7 +27,7 @@
 # (Cargo.toml: thin LTO, 4 codegen units; the build that docs/BENCHMARKS.md measures), libraries
 # then stripped. TARGETS.txt's last column and BUILDINFO.txt name each library's profile.
 # `--quick` (CI's or a developer's check only, never a release) builds the four library-only
-# targets with LTO off, 16 codegen units and no debug info instead (faster to build; issue 38
+# targets with LTO off, 16 codegen units and no debug info instead (faster to build; docs/release.md
 # measured 0.74-0.85x the cached mining rate); its Go archive is
 # pora-<version>-QUICK-go.tar.gz, and its TARGETS.txt and BUILDINFO.txt say QUICK.
 # Every libpora_ffi.a is stripped of debug info and embedded LLVM bitcode (llvm-objcopy, rustup

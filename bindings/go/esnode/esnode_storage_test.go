@@ -1,6 +1,6 @@
 // es-node stand-in, packages ethstorage and blobs: es.StorageManager's sizes, unlocked sample
 // reads and finalized writes over one data file per shard, and blobs.BlobReader.ReadSample (blob
-// cache first, then the file), as es-node v0.2.10's are described in docs/es-node.md (no es-node
+// cache first, then the file), as es-node v0.2.10's are described in docs/spec/es-node.md (no es-node
 // code).
 package esnode_test
 

@@ -1,6 +1,6 @@
 // es-node stand-in, package miner (ethstorage/miner/worker.go and algorithm.go): the worker's
 // task split, mineTask loop and mining-state rules, initHash and hashimoto, written from the
-// description of es-node v0.2.10 in docs/es-node.md (no es-node code). miningStates gets one
+// description of es-node v0.2.10 in docs/spec/es-node.md (no es-node code). miningStates gets one
 // entry per shard in newWorker and is never written as a map again: thread 0 writes the entry's
 // fields through its pointer. Each shard's threads run on their own goroutines, and shards mine
 // at the same time (runHeads). The found-nonce path keeps what a proof needs (the samples read

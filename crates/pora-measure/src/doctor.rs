@@ -520,7 +520,7 @@ pub fn shard_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding
 
 /// The profile findings: one for the files, or, when they sit on several devices, a note that
 /// each device is mined, tuned and profiled on its own, and one profile finding per device
-/// (issue 13; grouped by [`pora_mine::devices::by_device`], as `pora mine` and `pora tune` do).
+/// (grouped by [`pora_mine::devices::by_device`], as `pora mine` and `pora tune` do).
 pub fn profile_findings(files: &[PathBuf]) -> Vec<Finding> {
     let groups = devices::by_device(files.iter().map(|f| f.as_path()));
     if groups.len() < 2 {

@@ -128,7 +128,7 @@ struct DeviceTune {
     outcome: TuneOutcome,
     prediction: Prediction,
     written: Option<PathBuf>,
-    /// `auto`'s forecast with the measured rates: first slot and steady state (issue 28).
+    /// `auto`'s forecast with the measured rates: first slot and steady state (docs/mining.md).
     steady: Option<pora_mine::session::FilesOutlook>,
 }
 

@@ -1,10 +1,10 @@
 //! One device's side of a session: what it reads with now and, for `auto`, the steering that
-//! decides again before every slot and learns after it (issue 28, [`crate::steer`] holds the
+//! decides again before every slot and learns after it (docs/mining.md; [`crate::steer`] holds the
 //! model).
 //!
 //! The facts a decision needs (how much of the shard the page cache holds) and the backends a
 //! switch opens touch the shard's files, and on a stalled device that waits as long as its
-//! slowest read (issue 36). They run on this device's errand thread within a budget: a fact that
+//! slowest read (stalls.md). They run on this device's errand thread within a budget: a fact that
 //! does not come in time is decided without (the model's own estimate), a switch that cannot
 //! open in time is not made this slot.
 

@@ -1,4 +1,4 @@
-//! `auto` between slots (issue 28): before every slot, for every device pool, choose the read
+//! `auto` between slots (docs/mining.md): before every slot, for every device pool, choose the read
 //! path that earns the most mining power — now and once the page cache has settled — from what
 //! is observed (the shard's share in the page cache, the memory it can grow into) and what
 //! earlier slots measured (the device's reads/s per path, the CPU per sample); after the slot,

@@ -36,6 +36,8 @@ command -v python3 >/dev/null || missing+=(python3)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+command -v clang >/dev/null || missing+=(clang)
+command -v unzip >/dev/null || missing+=(unzip)
 install_missing "${missing[@]}"
 for tool in musl-gcc file objdump strings python3 pkg-config aarch64-linux-gnu-gcc qemu-aarch64 go x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump wine; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (mingw and Wine are installed by .ci/windows.sh)"
@@ -279,8 +281,30 @@ go_layout_ok() { # the module's sources, pora.h, a .pc per library, no test file
 check "go.tar.gz: TARGETS.txt lists every library with its size, SHA-256 and profile (BUILDINFO.txt too)" go_targets_ok
 check "go.tar.gz: module sources, pora.h, a pkg-config file per library, no tests, no sim" go_layout_ok
 
-# The consumer: a fresh module outside the repository requiring $MODULE; the local replace to the
-# unpacked archive stands in for the network. PATH keeps no directory holding cargo or rustc.
+# The module proxy tree (pora-<version>-goproxy.tar.gz): the Go module in the proxy's own layout.
+PROXY_TGZ="$ROOT/dist/pora-$VERSION$GO_SUFFIX-goproxy.tar.gz"
+[ -f "$PROXY_TGZ" ] || fail "no $PROXY_TGZ"
+tar -xzf "$PROXY_TGZ" -C "$G" || fail "cannot extract $PROXY_TGZ"
+GP="$G/pora-$VERSION$GO_SUFFIX-goproxy"
+goproxy_layout_ok() { # list, .info, .mod, .zip (the libraries inside, under module@version/), GOSUM.txt
+    local v="$GP/$MODULE/@v" ver="v$VERSION" dir
+    [ "$(cat "$v/list")" = "$ver" ] || { echo "@v/list is not $ver"; return 1; }
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["Version"]==sys.argv[2] and d["Time"].endswith("Z"), d' "$v/$ver.info" "$ver" || return 1
+    cmp -s "$v/$ver.mod" "$GM/go.mod" || { echo "$ver.mod is not the module's go.mod"; return 1; }
+    for dir in $(cd "$GM" && find lib -name libpora_ffi.a); do
+        unzip -Z1 "$v/$ver.zip" | grep -qx "$MODULE@$ver/$dir" || { echo "the zip has no $dir"; return 1; }
+    done
+    ! unzip -Z1 "$v/$ver.zip" | grep -v "^$MODULE@$ver/" || { echo "zip entries outside $MODULE@$ver/"; return 1; }
+    [ "$(wc -l <"$GP/GOSUM.txt")" = 2 ] && grep -q "^$MODULE $ver h1:" "$GP/GOSUM.txt" || { echo "GOSUM.txt has not the two h1 lines"; return 1; }
+    echo "$(unzip -Z1 "$v/$ver.zip" | grep -c '/libpora_ffi\.a$') libraries in $ver.zip"
+}
+check "goproxy.tar.gz: @v/list, .info, .mod, .zip with every library under $MODULE@v$VERSION/, GOSUM.txt" goproxy_layout_ok
+
+# The consumer: a fresh module outside the repository with a plain `require $MODULE v$VERSION`
+# (no replace), fetched through GOPROXY=file://<the release's proxy tree> as es-node would fetch
+# it from a served proxy; go.sum holds the release's GOSUM.txt lines, so the downloaded zip is
+# checked against them (GOSUMDB=off only because the public checksum database does not know
+# this build). PATH keeps no directory holding cargo or rustc.
 C="$TMP/consumer"
 case "$C/" in "$ROOT"/*) fail "the consumer module $C is inside the repository" ;; esac
 mkdir -p "$C"
@@ -290,18 +314,15 @@ module example.com/pora-consumer
 
 go 1.19
 
-require $MODULE v0.0.0
-
-replace $MODULE => $GM
+require $MODULE v$VERSION
 EOF
+cp "$GP/GOSUM.txt" "$C/go.sum"
+! grep -q replace "$C/go.mod" || fail "the consumer's go.mod has a replace"
 # shellcheck source=tools/path-without-rust.sh
 source "$ROOT/tools/path-without-rust.sh"
 NORUST_PATH="$(path_without_rust)"
 VECTOR_FILES=("$ROOT/testdata/esnode-sample.json" "$ROOT/testdata/esnode-encode.json")
-for f in "$ROOT"/../shared/vectors/esnode-sample.json "$ROOT"/../shared/vectors/esnode-encode.json; do
-    [ -f "$f" ] && VECTOR_FILES+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
-done
-GOENV_CONSUMER=(env PATH="$NORUST_PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}" GOPATH="$TMP/gopath")
+GOENV_CONSUMER=(env PATH="$NORUST_PATH" GOTOOLCHAIN=local GOPROXY="file://$GP" GOSUMDB=off GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-$TARGET_DIR/go-cache}" GOPATH="$TMP/gopath")
 norust_ok() { # the PATH the consumer builds with has no Rust toolchain
     "${GOENV_CONSUMER[@]}" sh -c 'command -v cargo || command -v rustc' && { echo "cargo or rustc is on the consumer's PATH"; return 1; }
     echo "PATH=$NORUST_PATH: no cargo, no rustc"
@@ -340,8 +361,19 @@ if [ -f "$GM/lib/linux_arm64/libpora_ffi.a" ]; then
 else
     echo "SKIP: Go consumer (linux/arm64): the archive has no lib/linux_arm64 ($(grep 'aarch64-unknown-linux-gnu' "$GM/TARGETS.txt" || echo 'not in TARGETS.txt'))"
 fi
-for t in x86_64-apple-darwin aarch64-apple-darwin; do
-    grep -q "^$t " "$GM/TARGETS.txt" || echo "SKIP: $t: $(grep "$t" "$GM/TARGETS.txt" || echo 'not built')"
+gosum_checked_ok() { # go.sum still holds exactly the release's lines: go checked the zip, wrote nothing else
+    diff "$GP/GOSUM.txt" "$C/go.sum"
+}
+check "Go consumer: go.sum is the release's GOSUM.txt after the build (the zip was checked against it)" gosum_checked_ok
+darwin_ok() { # built here, never run here (no macOS): tools/check-darwin-lib.sh on the archive's copy
+    bash "$ROOT/tools/check-darwin-lib.sh" "$GM/lib/$2/libpora_ffi.a" "$1"
+}
+for t in x86_64-apple-darwin:darwin_amd64 aarch64-apple-darwin:darwin_arm64; do
+    if grep -q "^${t%:*} " "$GM/TARGETS.txt"; then
+        check "go.tar.gz: ${t%:*}: Mach-O of its architecture, every pora.h function, only libSystem symbols undefined" darwin_ok "${t%:*}" "${t#*:}"
+    else
+        echo "SKIP: ${t%:*}: $(grep "${t%:*}" "$GM/TARGETS.txt" || echo 'not built')"
+    fi
 done
 echo "dist.sh: Go module targets: $(grep -vE '^(#|pora |SKIP)' "$GM/TARGETS.txt" | awk '{print $1 " " $3 " bytes"}' | paste -sd';' | sed 's/;/; /g')"
 

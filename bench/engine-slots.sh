@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # engine-slots.sh [FILE]: the Go Engine over consecutive slots against `pora mine --slots N`
-# (issue 28): es-node keeps one Engine open for months, so `auto` must decide again between its
+# (BENCHMARKS 22): es-node keeps one Engine open for months, so `auto` must decide again between its
 # tasks as it does between `pora mine`'s slots. Each run drops the page cache once, then mines
 # SLOTS (default 8) consecutive 12 s slots of 1,048,576 nonces with requiredDiff 0 (no nonce ends
 # a slot early): `porago task --tasks SLOTS` (one Engine, the randao's last byte differing per

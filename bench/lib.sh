@@ -42,7 +42,7 @@ evict() {
 
 # stall_rules FILE "EIO_KVS" "SLOW_KVS": pora-faultfs rules for a shard of 128 KiB KVs after its
 # 4 KiB header: EIO for reads inside each KV of EIO_KVS, answers after 8 s inside each of
-# SLOW_KVS (issue 36's experiment).
+# SLOW_KVS (the stalled-disk table of docs/RELIABILITY.md).
 stall_rules() {
     python3 - "$@" <<'EOF'
 import sys

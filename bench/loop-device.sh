@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A RAM-backed block device as an NVMe-class stand-in (issue 13): an ext4 file system on a loop
+# A RAM-backed block device as an NVMe-class stand-in (BENCHMARKS 16): an ext4 file system on a loop
 # device whose backing file lives in tmpfs, mounted at $MNT. Reads go through the block layer
 # (O_DIRECT, io_uring, the I/O scheduler) but the "device" answers at memory speed.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pora mine vs fio on the same cold shard (issue 4's headline benchmark).
+# pora mine vs fio on the same cold shard (docs/BENCHMARKS.md 2, the headline benchmark).
 #
 # Creates a random shard (8 GiB by default; skipped when the file exists), then in one run, each
 # phase cold (page cache dropped): fio 4 KiB random reads (io_uring, O_DIRECT, iodepth 64) for

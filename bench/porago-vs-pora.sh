@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # porago (Go, through libpora over cgo) vs pora (Rust CLI) vs an es-node-style pure-Go sampler on
-# the same cold shard (issue 10's headline benchmark). Run it on a quiet machine.
+# the same cold shard (docs/BENCHMARKS.md 14). Run it on a quiet machine.
 #
 # In one run, PAIRS rounds, each phase cold (page cache dropped): `porago mine` and `pora mine`
 # (order alternating per round, so a disk that drifts during the run favours neither), same

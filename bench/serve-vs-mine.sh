@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pora serve + RPC vs pora mine on the same cold shard (issue 14: serving must add < 2% to a
+# pora serve + RPC vs pora mine on the same cold shard (BENCHMARKS.md 13: serving must add < 2% to a
 # slot's samples/s).
 #
 # Starts `pora serve` once on the shard, then runs PAIRS pairs: a cold `pora_mineSlot` over RPC

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/shipped.sh [DIST_DIR]: the release archives benchmarked as a miner gets them (issue 38).
+# bench/shipped.sh [DIST_DIR]: the release archives benchmarked as a miner gets them (BENCHMARKS 24).
 # What ships must be what docs/BENCHMARKS.md measured; this compares the shipped binaries with the
 # checkout's own release build, side by side in one run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/stalled-disk.sh: issue 36's table, on pora's own FUSE server configured as the issue's
+# bench/stalled-disk.sh: RELIABILITY's stalled-disk table on pora's own FUSE server set up as there
 # (libfuse's default multithreaded loop: 10 threads each waiting inline in the request it serves,
 # the kernel's page cache on; EIO in 8 KVs, reads answered after 8 s in 2 KVs): per access method,
 # `pora mine --find all --slot 6 --slots 3 --nonces 0..20000 --on-io-error skip` on a 256 MiB

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a slot's own thread waits while mapped reads are stuck (issue 36's `mmap` cell). A 16 MiB
+# Where a slot's own thread waits while mapped reads are stuck (RELIABILITY's `mmap` cell). A 16 MiB
 # shard (128 KVs) behind `pora-faultfs --libfuse` (libfuse's default loop, the kernel's page cache
 # on), EIO in 8 KVs and reads answered after 8 s in 2 (reliability_stalls.rs's slow-eio shape),
 # `pora mine --method $METHOD --slot 6 --slots 3`, the page cache dropped first. Prints each

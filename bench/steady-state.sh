@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# steady-state.sh [FILE]: `auto` against the fixed methods over consecutive slots (issue 28).
+# steady-state.sh [FILE]: `auto` against the fixed methods over consecutive slots (BENCHMARKS 22).
 # Every run drops the page cache once, then mines SLOTS consecutive 12 s slots of 1,048,576
 # nonces with `pora mine --random-randao --slots N --json`; the methods run one after another,
 # the order rotating per round (ROUNDS, default 1). Scenarios (SCENARIOS, default all three):
@@ -12,7 +12,7 @@
 #          a disk that is slow when the miner starts (throttled, shared) and recovers.
 # SCENARIOS defaults to "free 2g hog". The cgroups are made by this script (cgroup v1 memory
 # and blkio controllers, root). Prints each run's
-# per-slot mining power, method and decision time, then the checks of issue 28 as ratios.
+# per-slot mining power, method and decision time, then BENCHMARKS.md 22's checks as ratios.
 # FILE defaults to $DEFAULT_SHARD (8 GiB, created when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two shards on two devices (issue 13): does each shard mine at the rate it reaches alone?
+# Two shards on two devices (BENCHMARKS.md 16): does each shard mine at the rate it reaches alone?
 #
 # Shard A (shard 0) on the disk under test, shard B (shard 1) on the RAM-backed loop device of
 # bench/loop-device.sh. In one run, ROUNDS times, each phase cold (page cache dropped): A alone,

@@ -7,12 +7,18 @@
 #                                                         go.mod) with lib/<goos>_<goarch>/libpora_ffi.a for
 #                                                         every target below that built, include/pora.h,
 #                                                         pkgconfig/pora-<goos>_<goarch>.pc, TARGETS.txt
+#   dist/pora-<version>-goproxy.tar.gz                    the same module in the Go module proxy's layout
+#                                                         (tools/go-proxy.py: <module>/@v/list, .info, .mod,
+#                                                         .zip with the libraries, GOSUM.txt): a GOPROXY
 #   dist/TARGETS.txt                                      each target: its library's size and SHA-256, or SKIP
 #   dist/SHA256SUMS                                       `sha256sum -c SHA256SUMS` inside dist/
 # Library targets (pora-ffi only): x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu,
-# x86_64-apple-darwin, aarch64-apple-darwin, besides the musl and windows-gnu builds above. A
+# x86_64-apple-darwin, aarch64-apple-darwin, besides the musl and windows-gnu builds above. The
+# two macOS libraries build here with no Apple SDK (clang cross-assembles sha3-asm, llvm-ar) and
+# are checked as far as Linux can (tools/check-darwin-lib.sh: Mach-O of the right architecture,
+# every pora.h function defined, undefined symbols only tools/darwin-undefined-symbols.txt's). A
 # library target missing anything its build needs (its Rust standard library; aarch64: the C
-# cross compiler aarch64-linux-gnu-gcc) is a "SKIP: <target>: missing <what>" line (stderr and
+# cross compiler aarch64-linux-gnu-gcc; darwin: clang, llvm-ar) is a "SKIP: <target>: missing <what>" line (stderr and
 # TARGETS.txt) and needs none of its tools, never a silent pass; a target with everything it
 # needs that fails to build fails the run. The musl and windows-gnu archives are not optional:
 # what they need (their Rust targets, musl-gcc, MinGW) missing fails the run, naming it.
@@ -21,7 +27,7 @@
 # (Cargo.toml: thin LTO, 4 codegen units; the build that docs/BENCHMARKS.md measures), libraries
 # then stripped. TARGETS.txt's last column and BUILDINFO.txt name each library's profile.
 # `--quick` (CI's or a developer's check only, never a release) builds the four library-only
-# targets with LTO off, 16 codegen units and no debug info instead (faster to build; issue 38
+# targets with LTO off, 16 codegen units and no debug info instead (faster to build; docs/release.md
 # measured 0.74-0.85x the cached mining rate); its Go archive is
 # pora-<version>-QUICK-go.tar.gz, and its TARGETS.txt and BUILDINFO.txt say QUICK.
 # Every libpora_ffi.a is stripped of debug info and embedded LLVM bitcode (llvm-objcopy, rustup
@@ -93,7 +99,8 @@ for tool in cargo rustc git python3 tar gzip sha256sum strings; do
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
 SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
-OBJCOPY="$SYSROOT/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy"
+LLVM_BIN="$SYSROOT/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+OBJCOPY="$LLVM_BIN/llvm-objcopy"
 [ -x "$OBJCOPY" ] || fail "no $OBJCOPY (rustup component add llvm-tools): it strips the libraries' debug info"
 
 # target_missing TARGET: what TARGET's build needs and this machine lacks, "; "-separated (empty:
@@ -110,6 +117,11 @@ target_missing() {
             done ;;
         aarch64-unknown-linux-gnu)
             command -v aarch64-linux-gnu-gcc >/dev/null || miss+=("aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu)") ;;
+        x86_64-apple-darwin | aarch64-apple-darwin)
+            # No Apple SDK: clang cross-assembles the dependencies' C/assembly, llvm-ar archives
+            # it (tools/go-lib.sh says why that is enough for a static library).
+            command -v clang >/dev/null || miss+=("clang (apt-get install clang)")
+            [ -x "$LLVM_BIN/llvm-ar" ] || miss+=("llvm-ar (rustup component add llvm-tools)") ;;
     esac
     local IFS=';'
     echo "${miss[*]}" | sed 's/;/; /g'
@@ -255,6 +267,15 @@ stage_go_module() {
     for target in "$LINUX_TARGET" "$WIN_TARGET" "${BUILT_LIB_TARGETS[@]}"; do
         dir="$(go_dir "$target")"
         strip_lib "$target_dir/$target/release/libpora_ffi.a" "$stage/lib/$dir/libpora_ffi.a"
+        case "$target" in
+            *-apple-darwin)
+                # Built here, never run here: Mach-O of the right architecture, every pora.h
+                # function defined, only the system library's symbols left undefined.
+                step "tools/check-darwin-lib.sh lib/$dir/libpora_ffi.a $target"
+                bash tools/check-darwin-lib.sh "$stage/lib/$dir/libpora_ffi.a" "$target" >&2 \
+                    || fail "the $target library fails its checks (tools/check-darwin-lib.sh)"
+                ;;
+        esac
         write_pc "$stage/pkgconfig/pora-$dir.pc" "$target" '${pcfiledir}/..' "\${prefix}/lib/$dir" '${prefix}/include'
         python3 tools/third_party_licenses.py --target "$target" "${PACKAGES[@]/#/--package=}" \
             --out "$stage/lib/$dir/THIRD-PARTY-LICENSES.txt" || fail "writing THIRD-PARTY-LICENSES.txt for $target failed"
@@ -283,8 +304,9 @@ libraries: cargo build (musl, windows-gnu) or cargo rustc --crate-type staticlib
            --remove-section=.llvmbc (default features: no sim); each library's profile
            (release: the workspace's [profile.release] in Cargo.toml, as the benchmarks):
 $lib_profiles
-use: require $MODULE_PATH in go.mod; until the module is fetched from the network,
-     replace $MODULE_PATH => <this folder> (bindings/go/README.md)
+use: require $MODULE_PATH v$VERSION in go.mod, fetched from the release's module proxy tree
+     (pora-$VERSION$GO_NAME_SUFFIX-goproxy.tar.gz: GOPROXY=file://<its folder> or served over HTTPS;
+     docs/release.md), or replace $MODULE_PATH => <this folder> (bindings/go/README.md)
 EOF
     find "$stage" -type d -exec chmod 0755 {} +
     find "$stage" -type f -exec chmod 0644 {} +
@@ -346,6 +368,11 @@ build_dist() {
             CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
             CFLAGS_aarch64_unknown_linux_gnu="${cflags[*]} -Wa,--noexecstack" \
             CFLAGS_x86_64_unknown_linux_gnu="${cflags[*]} -Wa,--noexecstack" \
+            CC_x86_64_apple_darwin=clang AR_x86_64_apple_darwin="$LLVM_BIN/llvm-ar" \
+            CFLAGS_x86_64_apple_darwin="${cflags[*]} --target=x86_64-apple-macos10.12" \
+            CC_aarch64_apple_darwin=clang AR_aarch64_apple_darwin="$LLVM_BIN/llvm-ar" \
+            CFLAGS_aarch64_apple_darwin="${cflags[*]} --target=arm64-apple-macos11" \
+            SDKROOT=/var/empty/no-apple-sdk \
             cargo rustc --release --locked --target "$target" -p pora-ffi --lib --crate-type staticlib \
             || fail "cargo rustc --release --target $target -p pora-ffi --crate-type staticlib failed"
     done
@@ -448,8 +475,21 @@ EOF
     (cd "$work" && tar --create --format=ustar --sort=name --owner=0 --group=0 --numeric-owner \
         --mtime="@$EPOCH" --file=- "pora-$VERSION$GO_NAME_SUFFIX-go") | gzip -9 -n >"$out_dir/$gotgz" \
         || fail "writing $gotgz failed"
+    # The same module in the module proxy's layout (<module>/@v/list, .info, .mod, .zip with the
+    # libraries inside, GOSUM.txt): served as a GOPROXY, or given as GOPROXY=file://..., it lets
+    # a consumer (es-node) build from a plain `require` with no replace (docs/release.md).
+    local proxytgz="pora-$VERSION$GO_NAME_SUFFIX-goproxy.tar.gz" proxydir="pora-$VERSION$GO_NAME_SUFFIX-goproxy"
+    step "writing $out_dir/$proxytgz (tools/go-proxy.py: $MODULE_PATH v$VERSION)"
+    python3 tools/go-proxy.py "$work/pora-$VERSION$GO_NAME_SUFFIX-go" "$MODULE_PATH" "v$VERSION" "$work/$proxydir" \
+        || fail "writing the module proxy tree failed"
+    find "$work/$proxydir" -type d -exec chmod 0755 {} +
+    find "$work/$proxydir" -type f -exec chmod 0644 {} +
+    find "$work/$proxydir" -exec touch -h -d "@$EPOCH" {} +
+    (cd "$work" && tar --create --format=ustar --sort=name --owner=0 --group=0 --numeric-owner \
+        --mtime="@$EPOCH" --file=- "$proxydir") | gzip -9 -n >"$out_dir/$proxytgz" \
+        || fail "writing $proxytgz failed"
     cp "$work/pora-$VERSION$GO_NAME_SUFFIX-go/TARGETS.txt" "$out_dir/TARGETS.txt"
-    (cd "$out_dir" && sha256sum "$tgz" "$zip" "$gotgz" >SHA256SUMS) || fail "writing SHA256SUMS failed"
+    (cd "$out_dir" && sha256sum "$tgz" "$zip" "$gotgz" "$proxytgz" >SHA256SUMS) || fail "writing SHA256SUMS failed"
     rm -rf "$work"
     step "wrote $out_dir: $(cd "$out_dir" && ls | tr '\n' ' ')"
 }

@@ -27,7 +27,8 @@
 #
 # Needs: cargo, rustc with the target's standard library (rustup target add TARGET), the
 # llvm-tools component, and a C compiler for the target where a dependency compiles C/assembly
-# (linux: cc / aarch64-linux-gnu-gcc / musl-gcc; windows: x86_64-w64-mingw32-gcc; darwin: none).
+# (linux: cc / aarch64-linux-gnu-gcc / musl-gcc; windows: x86_64-w64-mingw32-gcc; darwin: clang,
+# and llvm-ar from the llvm-tools component; no Apple SDK).
 # Fails loudly ("go-lib.sh: FAIL: ...", non-zero) naming what is missing.
 set -euo pipefail
 
@@ -142,13 +143,32 @@ for target in "${targets[@]}"; do
     # link flag of the program that links it (bindings/go/link.go).
     target_cflags="$cflags"
     case "$target" in *-linux-*) target_cflags="$cflags -Wa,--noexecstack" ;; esac
+    # macOS targets build here with no Apple SDK: the C and assembly of the dependencies
+    # (sha3-asm) need no system header, so clang cross-assembles them (--target=...-apple-macos,
+    # the Rust target's own minimum OS version) and LLVM's llvm-ar writes the archive; only a
+    # cdylib or an executable would need Apple's linker. SDKROOT only keeps the cc crate from
+    # asking xcrun for an SDK.
+    target_env=()
+    case "$target" in
+        x86_64-apple-darwin | aarch64-apple-darwin)
+            command -v clang >/dev/null || fail "no clang: the $target build cross-assembles its C/assembly with clang (apt-get install clang)"
+            llvm_ar="$SYSROOT/lib/rustlib/$HOST/bin/llvm-ar"
+            [ -x "$llvm_ar" ] || llvm_ar="$(command -v llvm-ar || true)"
+            [ -n "$llvm_ar" ] || fail "no llvm-ar for the $target archive (rustup component add llvm-tools, or apt-get install llvm)"
+            clang_target=x86_64-apple-macos10.12
+            [ "$target" = aarch64-apple-darwin ] && clang_target=arm64-apple-macos11
+            t_="${target//-/_}"
+            target_env=("CC_$t_=clang" "AR_$t_=$llvm_ar" "CFLAGS_$t_=$cflags --target=$clang_target"
+                "SDKROOT=${SDKROOT:-/var/empty/no-apple-sdk}")
+            ;;
+    esac
     echo "go-lib.sh: ${build[*]} --release --locked --target $target ${features[*]}" >&2
     env CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_TARGET_DIR="$TARGET_DIR" \
         CARGO_ENCODED_RUSTFLAGS="$(IFS=$'\x1f'; echo "${flags[*]}")" \
         CC_aarch64_unknown_linux_gnu="${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}" \
         CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}" \
         CC_x86_64_pc_windows_gnu="${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}" \
-        CFLAGS="$target_cflags" \
+        CFLAGS="$target_cflags" "${target_env[@]}" \
         "${build[@]}" --release --locked --target "$target" "${features[@]}" \
         || fail "${build[*]} --target $target failed"
     built="$TARGET_DIR/$target/release/libpora_ffi.a"

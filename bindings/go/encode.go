@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // The encoder es-node stores blobs with (BLOB_POSEIDON, encodeType 3) through libpora: the
 // encode key (es-node's CalcEncodeKey), one KV's mask, EncodeChunk/DecodeChunk of one KV in
 // place, and the empty fill of a KV range of a data file (`pora create --fill empty`).

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// encodeVectors is testdata/esnode-encode.json (a copy of shared/vectors/esnode-encode.json).
+// encodeVectors is testdata/esnode-encode.json (docs/encoding.md, "Test vectors").
 type encodeVectors struct {
 	Miner   string `json:"miner"`
 	Samples []struct {

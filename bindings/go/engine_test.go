@@ -170,8 +170,10 @@ func TestEngineStopsWithin100msWhenTheMinerStops(t *testing.T) {
 	var running atomic.Bool
 	running.Store(true)
 	var stoppedAt atomic.Int64
+	before, _ := readCalls()
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		// Stop once the task reads (64 samples): it has nonces to count.
+		waitForReads(t, before, 64, 30*time.Second, 300*time.Millisecond)
 		stoppedAt.Store(time.Now().UnixNano())
 		running.Store(false)
 	}()

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pora-miner/pora/bindings/go/internal/keccak"
 )
@@ -94,11 +95,9 @@ type vector struct {
 	Meets          *bool    `json:"hash1MeetsRequiredDiff"`
 }
 
-// vectors loads the repository's vectors and the shared ones beside the repository, if present.
+// vectors loads the repository's es-node vectors (docs/spec/algorithm.md, "The vectors that pin it").
 func vectors(t testing.TB) []vector {
 	files := []string{filepath.Join(repoRoot(t), "testdata/esnode-sample.json")}
-	shared, _ := filepath.Glob(filepath.Join(repoRoot(t), "../shared/vectors/*.json"))
-	files = append(files, shared...)
 	var all []vector
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -224,4 +223,44 @@ func (g *goSampler) hash1Samples(randao []byte, nonce uint64) ([32]byte, []uint6
 		h = keccak.Sum256(h[:], sample[:])
 	}
 	return h, idxs, samples, nil
+}
+
+// readCalls is how many read system calls this process has made, all threads counted (syscr of
+// /proc/self/io); false where the OS keeps no such count (not Linux).
+func readCalls() (uint64, bool) {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// waitForReads waits until this process has made more read calls than since+more (the simulated
+// disk reads the shard's bytes with pread, in this process): the condition a test waits for
+// before it stops a running task. It fails the test after limit. Where the OS keeps no count it
+// waits fallback instead, the one fixed wait left (Linux, where CI runs, has the count).
+func waitForReads(t testing.TB, since, more uint64, limit, fallback time.Duration) {
+	if _, ok := readCalls(); !ok {
+		t.Logf("no /proc/self/io here: waiting a fixed %v", fallback)
+		time.Sleep(fallback)
+		return
+	}
+	giveUp := time.Now().Add(limit)
+	for {
+		n, _ := readCalls()
+		if n >= since+more {
+			return
+		}
+		if time.Now().After(giveUp) {
+			t.Errorf("only %d of %d read calls in %v", n-since, more, limit)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // Where cgo finds libpora: a prebuilt static library per GOOS/GOARCH inside this module (the
 // convention of es-node's go-rapidsnark dependency), so building a program that imports the
 // package needs Go and a C compiler only, no Rust. The libraries are not committed (their sizes

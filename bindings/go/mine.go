@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // MineSlot and Hash, the records they return, and the cancel token that ties a context to a
 // running slot.
 package porago

@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // Options, difficulty and find mode, and their conversion to pora.h's C structs (allocated in C
 // memory so that no Go pointer is ever handed to C).
 package porago

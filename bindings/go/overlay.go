@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // Overlay: KVs whose current bytes pora samples from memory instead of the shard files, as
 // es-node's miner does for blobs that are downloaded but not yet finalized into the data file.
 package porago

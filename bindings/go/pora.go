@@ -1,3 +1,5 @@
+//go:build cgo && ((linux && (amd64 || arm64)) || (darwin && (amd64 || arm64)) || (windows && amd64))
+
 // Package porago mines EthStorage shards in-process through libpora (the Rust miner) over cgo.
 // Its name keeps it apart from es-node's own package pora (ethstorage/pora) in files that use
 // both; its module path is the one line of go.mod. The static library it links is found per

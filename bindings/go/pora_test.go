@@ -358,6 +358,7 @@ func TestCancelLatencyOnTheSimulatedDisk(t *testing.T) {
 			r, err := s.MineSlot(ctx, longSlot())
 			done <- result{r, err, time.Now()}
 		}()
+		// The cancel's moment is the subject: 3-9 ms into the slot, a different point each time.
 		time.Sleep(time.Duration(3+i%7) * time.Millisecond)
 		start := time.Now()
 		cancel()

@@ -1,6 +1,6 @@
 //go:build linux
 
-// The Engine on a stalled disk (issue 36): tasks of 1 s over a shard whose reads in 2 KVs the
+// The Engine on a stalled disk (RELIABILITY.md): tasks of 1 s over a shard whose reads in 2 KVs the
 // pora-faultfs server holds until released. Every task returns by its deadline plus the slot's
 // bound, the workers held by the device stay within the pool's cap (twice its threads), a task
 // after the release mines every nonce with every worker, and Close returns at once even while

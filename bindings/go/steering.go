@@ -1,6 +1,6 @@
 package porago
 
-// Steering is how `auto` chose a device's method for one slot (issue 28): what it saw, what it
+// Steering is how `auto` chose a device's method for one slot (mining.md): what it saw, what it
 // forecast and, after the slot, the hit ratio it measured. nil when the method was given
 // (Options.Method). The same object as the "steering" key of `pora mine --json`.
 type Steering struct {
@@ -41,6 +41,6 @@ type CandidateForecast struct {
 	PredictedMiningPower       float64 `json:"predictedMiningPower"`
 	PredictedSteadyMiningPower float64 `json:"predictedSteadyMiningPower"`
 	DeviceReadsPerSec          float64 `json:"deviceReadsPerSec"`
-	// RateSource is "assumed", "profile" or "measured".
+	// RateSource is "assumed", "profile", "probed" (a short probe before the first slot) or "measured".
 	RateSource string `json:"rateSource"`
 }

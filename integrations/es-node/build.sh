@@ -3,7 +3,7 @@
 # line of es-node.version) through the Go module proxy into the module cache, and reports what
 # it did. No es-node code is committed to pora; the work tree would live under target/es-node.
 #
-# State (issue 21): the module proxy reachable here refuses es-node. Every version of
+# State (docs/es-node.md): the module proxy reachable here refuses es-node. Every version of
 # github.com/ethstorage/go-ethstorage answers "403 Forbidden: This module version is not
 # available" (so do its fork of go-iden3-crypto and go-rapidsnark/prover), so es-node cannot be
 # downloaded, patched, built or tested here. This script then prints a SKIP line quoting the
@@ -34,5 +34,5 @@ if [ -n "$error" ]; then
 fi
 dir="$(printf '%s' "$answer" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')"
 say "downloaded to $dir in ${took} s"
-say "FAIL: es-node is available now, but pora's hook into its miner has not been written against the real worker.go (issue 21): write it before building"
+say "FAIL: es-node is available now, but pora's hook into its miner has not been written against the real worker.go: write it before building"
 exit 1

@@ -56,10 +56,15 @@ type Task struct {
 	// NonceStart, NonceEnd and Thread are the thread's segment of [0, NonceLimit) as es-node's
 	// assignTasks splits it; thread 0 mines the whole range through pora.
 	NonceStart, NonceEnd, Thread uint64
+	// State is es-node's entry for the shard in worker.miningStates (made once per shard by
+	// newWorker), converted: (*esnode.MiningState)(w.miningStates[t.shardIdx]). Thread 0's task
+	// writes its fields through this pointer when it ends, as es-node's own thread 0 does; no
+	// other thread writes it, and the map itself is never written. Nil: nothing is written.
+	State *MiningState
 }
 
-// MiningState has es-node's miner.MiningState fields, so es-node converts a pointer to it
-// ((*MiningState)(res.State)).
+// MiningState has es-node's miner.MiningState fields in its order, so a pointer to es-node's
+// converts to a pointer to it (Task.State) and back ((*miner.MiningState)(res.State)).
 type MiningState struct {
 	// MiningPower is the share of [0, NonceLimit) tried, in basis points, counted.
 	MiningPower uint64
@@ -74,8 +79,8 @@ type Result struct {
 	// unchanged proof and submit code.
 	Found                bool
 	NonceStart, NonceEnd uint64
-	// State is thread 0's mining state (es-node writes miningStates from thread 0 only); nil
-	// for the other threads and when the task failed.
+	// State is thread 0's mining state, also written through Task.State (es-node writes its
+	// mining state from thread 0 only); nil for the other threads and when the task failed.
 	State *MiningState
 	// Record is pora's record of the task (nil for threads other than 0).
 	Record *porago.ShardSlot
@@ -106,6 +111,11 @@ var ErrClosed = errors.New("esnode: the miner is closed")
 // New checks cfg against the data files' headers (miner, KV entries per shard) and returns the
 // adapter; no engine is opened until a shard's first task. cache may be nil (no blob cache).
 func New[H ~[32]byte](cfg Config, cache Cache[H]) (*Miner[H], error) {
+	// A build without libpora (another GOOS/GOARCH, or CGO_ENABLED=0) compiles, and refuses here,
+	// naming the platform: es-node fails at start-up only when it asked for pora.
+	if err := porago.Available(); err != nil {
+		return nil, fmt.Errorf("esnode: %w", err)
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -177,6 +187,9 @@ func (m *Miner[H]) MineTask(t Task) (Result, error) {
 	out := Result{
 		State:  &MiningState{MiningPower: res.MiningPowerBps, SamplingTime: res.SamplingTimeMs},
 		Record: &res.Record,
+	}
+	if t.State != nil {
+		*t.State = *out.State
 	}
 	if res.Found {
 		out.Found, out.NonceStart, out.NonceEnd = true, res.Nonce, res.Nonce+1

@@ -1,6 +1,6 @@
-// es-node stand-in, package downloader (ethstorage/downloader): the blob caches as
-// ../shared/spec/ESNODE.md describes es-node v0.2.10's, written here from that description (no
-// es-node code). BlobMemCache keys blocks by number and answers lookups in map order;
+// es-node stand-in, package downloader (ethstorage/downloader): the blob caches as es-node
+// v0.2.10's are described in docs/es-node.md, written here from that description (no es-node
+// code). BlobMemCache keys blocks by number and answers lookups in map order;
 // BlobDiskCache keeps the bytes in a store whose reads the tests count, a KV lookup to its most
 // recent copy, and a Cleanup by finalized block. Lines between "pora hook begin" and "pora hook
 // end" are the hook: what es-node adds to its files (hook_test.go counts them).
@@ -38,7 +38,7 @@ type BlobCache interface {
 	GetSampleData(idx uint64, sampleIdx uint64) []byte
 	Cleanup(finalized uint64)
 	Close() error
-	// pora hook begin: downloader/downloader.go, the BlobCache interface
+	// pora hook begin: ethstorage/downloader/downloader.go, the BlobCache interface
 	VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64))
 	// pora hook end
 }
@@ -114,13 +114,13 @@ func (c *BlobMemCache) Cleanup(finalized uint64) {
 
 func (c *BlobMemCache) Close() error { return nil }
 
-// pora hook begin: downloader/blob_mem_cache.go, a new method
+// pora hook begin: ethstorage/downloader/blob_mem_cache.go, a new method
 func (c *BlobMemCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, b := range c.blocks {
-		for _, bl := range b.blobs { // a blob of a shard not held has no data: pora skips other shards' KVs
-			visit(bl.kvIndex.Uint64(), bl.hash, b.number)
+	for number, block := range c.blocks {
+		for _, blob := range block.blobs { // a blob of a shard not held has no data: pora skips other shards' KVs
+			visit(blob.kvIndex.Uint64(), blob.hash, number)
 		}
 	}
 }
@@ -242,35 +242,38 @@ func (c *BlobDiskCache) GetSampleData(idx, sampleIdx uint64) []byte {
 	return data[sampleIdx<<5 : sampleIdx<<5+32]
 }
 
-// Cleanup deletes each block at or below finalized, its store entries and its KVs' lookups.
+// Cleanup deletes each block at or below finalized, its store entries and its KVs' lookups. In
+// es-node v0.2.10 the lookup is deleted under the existing `if blob.kvIndex != nil` guard even when
+// it points at a newer block's copy; the hook adds the condition that it points at this copy.
 func (c *BlobDiskCache) Cleanup(finalized uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for number, b := range c.blockLookup {
-		if number > finalized {
-			continue
-		}
-		for _, bl := range b.blobs {
-			c.store.Delete(bl.dataId)
-			// pora hook begin: downloader/blob_disk_cache.go, Cleanup (v0.2.10 deletes the lookup unconditionally)
-			if c.kvIndexLookup[bl.kvIndex.Uint64()] == bl.dataId { // a newer block's copy stays sampled
-				delete(c.kvIndexLookup, bl.kvIndex.Uint64())
+	for number, block := range c.blockLookup {
+		if number <= finalized {
+			for _, blob := range block.blobs {
+				// pora hook begin: ethstorage/downloader/blob_disk_cache.go, Cleanup: the existing kvIndex guard, changed
+				if blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {
+					// pora hook end
+					delete(c.kvIndexLookup, blob.kvIndex.Uint64())
+				}
+				c.store.Delete(blob.dataId)
 			}
-			// pora hook end
+			delete(c.blockLookup, number)
 		}
-		delete(c.blockLookup, number)
 	}
 }
 
 func (c *BlobDiskCache) Close() error { return nil }
 
-// pora hook begin: downloader/blob_disk_cache.go, a new method
+// pora hook begin: ethstorage/downloader/blob_disk_cache.go, a new method
 func (c *BlobDiskCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, b := range c.blockLookup {
-		for _, bl := range b.blobs {
-			visit(bl.kvIndex.Uint64(), bl.hash, b.number)
+	for number, block := range c.blockLookup {
+		for _, blob := range block.blobs {
+			if blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId { // the copy GetSampleData reads
+				visit(blob.kvIndex.Uint64(), blob.hash, number)
+			}
 		}
 	}
 }

@@ -1,41 +1,52 @@
 // es-node stand-in, package miner (ethstorage/miner/miner.go and config.go): miner.Miner around
-// its worker and the Config fields the worker reads, as ../shared/spec/ESNODE.md describes es-node
-// v0.2.10's. Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
+// its worker (receiver name `miner`, as es-node's methods have it), the DataReader it mines
+// through, and the Config fields the worker reads, as es-node v0.2.10's are described in
+// docs/es-node.md ("The stand-in"). Lines between "pora hook begin" and "pora hook end" are the
+// hook (hook_test.go).
 package esnode_test
 
 import (
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 
-	// pora hook begin: miner/miner.go, imports
+	// pora hook begin: ethstorage/miner/miner.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
 	// pora hook end
 )
 
-// Config is miner.Config's fields the worker reads.
+// Config is miner.Config's fields the worker reads (config.go).
 type Config struct {
 	RandomChecks, NonceLimit, Slot, ThreadsPerShard uint64
-	// pora hook begin: miner/config.go, Config (set from a --miner.pora flag)
+	// pora hook begin: ethstorage/miner/config.go, Config
 	Pora bool
 	// pora hook end
 }
 
+// DefaultConfig is config.go's defaults for those fields.
+var DefaultConfig = Config{RandomChecks: 2, NonceLimit: 1 << 20, Slot: 12, ThreadsPerShard: 4}
+
+// MiningState is worker.go's exported mining state, saved to the database.
 type MiningState struct {
 	MiningPower  uint64 `json:"mining_power"`
 	SamplingTime uint64 `json:"sampling_time"`
 }
 
+// DataReader is what the worker reads blobs and samples through (blobs.BlobReader).
+type DataReader interface {
+	ReadSample(shardIdx, sampleIdx uint64) (common.Hash, error)
+}
+
 // Miner is miner.Miner around its worker.
 type Miner struct{ worker *worker }
 
-func (m *Miner) Mining() bool { return m.worker.isRunning() }
+func (miner *Miner) Mining() bool { return miner.worker.isRunning() }
 
 // Close stops the worker and closes it (task loops have returned when close runs).
-func (m *Miner) Close() {
-	m.worker.stop()
-	m.worker.close()
+func (miner *Miner) Close() {
+	miner.worker.stop()
+	miner.worker.close()
 }
 
-// pora hook begin: miner/miner.go, a new method
-func (m *Miner) UsePora(p *esnode.Miner[common.Hash]) { m.worker.pora = p }
+// pora hook begin: ethstorage/miner/miner.go, a new method
+func (miner *Miner) UsePora(p *esnode.Miner[common.Hash]) { miner.worker.pora = p }
 
 // pora hook end

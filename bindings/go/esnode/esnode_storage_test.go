@@ -1,11 +1,12 @@
 // es-node stand-in, packages ethstorage and blobs: es.StorageManager's sizes, unlocked sample
 // reads and finalized writes over one data file per shard, and blobs.BlobReader.ReadSample (blob
-// cache first, then the file), as ../shared/spec/ESNODE.md describes es-node v0.2.10's (no
-// es-node code).
+// cache first, then the file), as es-node v0.2.10's are described in docs/spec/es-node.md (no es-node
+// code).
 package esnode_test
 
 import (
 	"os"
+	"sort"
 
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 )
@@ -20,6 +21,16 @@ type StorageManager struct {
 
 func (sm *StorageManager) KvEntriesBits() uint64 { return sm.kvEntriesBits }
 func (sm *StorageManager) MaxKvSizeBits() uint64 { return sm.maxKvSizeBits }
+
+// Shards is the shards the node holds, sorted.
+func (sm *StorageManager) Shards() []uint64 {
+	var shards []uint64
+	for shardIdx := range sm.files {
+		shards = append(shards, shardIdx)
+	}
+	sort.Slice(shards, func(i, j int) bool { return shards[i] < shards[j] })
+	return shards
+}
 
 func (sm *StorageManager) GetShardMiner(shardIdx uint64) (common.Address, bool) {
 	_, ok := sm.files[shardIdx]

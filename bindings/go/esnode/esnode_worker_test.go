@@ -1,12 +1,16 @@
 // es-node stand-in, package miner (ethstorage/miner/worker.go and algorithm.go): the worker's
-// task split, mineTask loop and mining-state rules, initHash and hashimoto, written from
-// ../shared/spec/ESNODE.md and PORA.md's description of es-node v0.2.10 (no es-node code). The
-// found-nonce path keeps what a proof needs (the samples read again) and stops before the
-// prover. Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
+// task split, mineTask loop and mining-state rules, initHash and hashimoto, written from the
+// description of es-node v0.2.10 in docs/spec/es-node.md (no es-node code). miningStates gets one
+// entry per shard in newWorker and is never written as a map again: thread 0 writes the entry's
+// fields through its pointer. Each shard's threads run on their own goroutines, and shards mine
+// at the same time (runHeads). The found-nonce path keeps what a proof needs (the samples read
+// again) and stops before the prover. Lines between "pora hook begin" and "pora hook end" are the
+// hook (hook_test.go).
 package esnode_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/big"
 	"sync"
 	"sync/atomic"
@@ -15,7 +19,7 @@ import (
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 	"github.com/pora-miner/pora/bindings/go/internal/keccak"
 
-	// pora hook begin: miner/worker.go, imports
+	// pora hook begin: ethstorage/miner/worker.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
 	// pora hook end
 )
@@ -48,18 +52,24 @@ type result struct {
 type worker struct {
 	config       Config
 	storageMgr   *StorageManager
-	dataReader   *BlobReader
+	dataReader   DataReader
 	resultLock   sync.Mutex
 	resultMap    map[uint64]*result
 	miningStates map[uint64]*MiningState
 	running      int32
-	// pora hook begin: miner/worker.go, worker fields
+	// pora hook begin: ethstorage/miner/worker.go, worker fields
 	pora *esnode.Miner[common.Hash]
 	// pora hook end
 }
 
-func newWorker(config Config, sm *StorageManager, dr *BlobReader) *worker {
-	return &worker{config: config, storageMgr: sm, dataReader: dr, resultMap: map[uint64]*result{}, miningStates: map[uint64]*MiningState{}}
+// newWorker makes the worker and the one mining-state entry of each shard the storage manager
+// holds: the only writes of the miningStates map.
+func newWorker(config Config, sm *StorageManager, dr DataReader) *worker {
+	w := &worker{config: config, storageMgr: sm, dataReader: dr, resultMap: map[uint64]*result{}, miningStates: map[uint64]*MiningState{}}
+	for _, shardIdx := range sm.Shards() {
+		w.miningStates[shardIdx] = &MiningState{}
+	}
+	return w
 }
 
 func (w *worker) start()          { atomic.StoreInt32(&w.running, 1) }
@@ -68,7 +78,7 @@ func (w *worker) isRunning() bool { return atomic.LoadInt32(&w.running) == 1 }
 
 // close runs when the miner closes, after every task loop returned.
 func (w *worker) close() {
-	// pora hook begin: miner/worker.go, close
+	// pora hook begin: ethstorage/miner/worker.go, close
 	w.pora.Close() // nil when pora is not enabled: closes nothing
 	// pora hook end
 }
@@ -112,6 +122,30 @@ func (w *worker) runHead(shard uint64, blockNumber uint64, mixDigest common.Hash
 	return found, err
 }
 
+// runHeads mines one head on several shards at once, each shard's threads on their own
+// goroutines, as es-node's task loops do; it returns which shards found a nonce.
+func (w *worker) runHeads(shards []uint64, blockNumber uint64, mixDigest common.Hash, reqDiff *big.Int) (map[uint64]bool, error) {
+	found := make([]bool, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, shard := range shards {
+		wg.Add(1)
+		go func(i int, shard uint64) {
+			defer wg.Done()
+			found[i], errs[i] = w.runHead(shard, blockNumber, mixDigest, reqDiff)
+		}(i, shard)
+	}
+	wg.Wait()
+	out := map[uint64]bool{}
+	for i, shard := range shards {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("shard %d: %w", shard, errs[i])
+		}
+		out[shard] = found[i]
+	}
+	return out, nil
+}
+
 func firstErr(a, b error) error {
 	if a != nil {
 		return a
@@ -121,18 +155,14 @@ func firstErr(a, b error) error {
 
 // mineTask is es-node's loop over the item's nonces, with the hook at its top.
 func (w *worker) mineTask(t *taskItem) (bool, error) {
-	// pora hook begin: miner/worker.go, the top of mineTask
+	// pora hook begin: ethstorage/miner/worker.go, the top of mineTask
 	if w.pora != nil {
-		res, err := w.pora.MineTask(esnode.Task{Miner: t.miner, ShardIdx: t.shardIdx, RequiredDiff: t.requiredDiff,
-			BlockNumber: t.blockNumber, MixHash: t.mixHash, NonceStart: t.nonceStart, NonceEnd: t.nonceEnd, Thread: t.thread})
-		if res.State != nil {
-			w.miningStates[t.shardIdx] = (*MiningState)(res.State)
-		}
+		res, err := w.pora.MineTask(esnode.Task{Miner: t.miner, ShardIdx: t.shardIdx, RequiredDiff: t.requiredDiff, BlockNumber: t.blockNumber,
+			MixHash: t.mixHash, NonceStart: t.nonceStart, NonceEnd: t.nonceEnd, Thread: t.thread, State: (*esnode.MiningState)(w.miningStates[t.shardIdx])})
 		if err != nil || !res.Found {
 			return false, err
 		}
-		// es-node's own loop below re-checks pora's nonce with its hashing, then proves and submits it.
-		t.nonceStart, t.nonceEnd = res.NonceStart, res.NonceEnd
+		t.nonceStart, t.nonceEnd = res.NonceStart, res.NonceEnd // es-node's loop below re-checks pora's nonce, proves and submits it
 	}
 	// pora hook end
 	startTime := time.Now()
@@ -144,7 +174,8 @@ func (w *worker) mineTask(t *taskItem) (bool, error) {
 				if nonce >= t.nonceEnd {
 					power = 10000
 				}
-				w.miningStates[t.shardIdx] = &MiningState{MiningPower: power, SamplingTime: uint64(time.Since(startTime).Milliseconds())}
+				state := w.miningStates[t.shardIdx]
+				state.MiningPower, state.SamplingTime = power, uint64(time.Since(startTime).Milliseconds())
 			}
 			return false, nil
 		}

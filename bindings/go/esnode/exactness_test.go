@@ -57,17 +57,26 @@ func newBlob(rng *rand.Rand, kv uint64) *blob {
 	return &blob{kvIndex: new(big.Int).SetUint64(kv), kvSize: big.NewInt(1 << testKvSizeBits), hash: sha256.Sum256(data), data: data}
 }
 
-// newNodes makes two es-node stand-ins over the same files and cache: plain (es-node's own
-// loop) and with pora through the hook.
+// newNodes makes two es-node stand-ins over the same file (shard testShard) and cache: plain
+// (es-node's own loop) and with pora through the hook.
 func newNodes(t *testing.T, path string, cache BlobCache) (plain, withPora *EsNode) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
+	return newShardNodes(t, map[uint64]string{testShard: path}, cache)
+}
+
+// newShardNodes makes the two stand-ins over data files by shard (one file per shard).
+func newShardNodes(t *testing.T, paths map[uint64]string, cache BlobCache) (plain, withPora *EsNode) {
+	sm := &StorageManager{kvEntriesBits: testKvEntriesBits, maxKvSizeBits: testKvSizeBits, files: map[uint64]*os.File{}, miner: testMiner}
+	storage := StorageConfig{Miner: testMiner}
+	for shard, path := range paths {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		sm.files[shard] = f
+		storage.Filenames = append(storage.Filenames, path)
 	}
-	t.Cleanup(func() { f.Close() })
-	sm := &StorageManager{kvEntriesBits: testKvEntriesBits, maxKvSizeBits: testKvSizeBits, files: map[uint64]*os.File{testShard: f}, miner: testMiner}
 	mining := Config{RandomChecks: 3, NonceLimit: 1 << 13, Slot: 60, ThreadsPerShard: 4}
-	storage := StorageConfig{Filenames: []string{path}, Miner: testMiner}
 	plain = &EsNode{storageManager: sm, blobCache: cache}
 	if err := plain.initMiner(&NodeConfig{Storage: storage, Mining: &mining}); err != nil {
 		t.Fatal(err)

@@ -25,3 +25,19 @@ func FetchedOf[H ~[32]byte](m *Miner[H], shard uint64) uint64 {
 	}
 	return 0
 }
+
+// HeldCommitOf is the commit of the copy of kv the shard's engine was given by the cache sync
+// (false when the sync holds no copy of kv).
+func HeldCommitOf[H ~[32]byte](m *Miner[H], shard, kv uint64) (H, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if se := m.shards[shard]; se != nil {
+		se.mu.Lock()
+		defer se.mu.Unlock()
+		if e := se.sync.held[kv]; e != nil && e.inUse {
+			return e.put, true
+		}
+	}
+	var none H
+	return none, false
+}

@@ -2,7 +2,7 @@
 //! bit-exact with es-node. Pure logic plus read-only header parsing: no OS-specific code lives
 //! here (the I/O crate owns every access method).
 //!
-//! The contract is `shared/spec/PORA.md`; every public function here is one of its definitions.
+//! The contract is docs/spec/algorithm.md; every public function here is one of its definitions.
 
 pub mod difficulty;
 pub mod error;

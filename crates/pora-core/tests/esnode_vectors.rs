@@ -1,7 +1,6 @@
 //! Every es-node vector reproduced through the real file path: a sparse shard file is built
 //! with the logged encoded samples at their offsets, opened as a shard set, and hashed with the
-//! library. Vectors come from `testdata/` and, when present, `../shared/vectors/` beside the
-//! repository (where more real es-node results may be placed).
+//! library. Vectors come from `testdata/esnode-sample.json` (docs/spec/algorithm.md).
 
 mod fixtures;
 

@@ -1,6 +1,6 @@
 //! Malformed input never panics: thousands of random and mutated headers go through the header
 //! parser and the shard-set validator, and each yields a value or a typed error.
-//! (Issue 7, item 2: the proptest form of a fuzz target.)
+//! (The proptest form of a fuzz target: docs/RELIABILITY.md, "Fuzzing".)
 
 mod fixtures;
 

@@ -7,7 +7,7 @@
 //! [`Fr::mul_mod`] on random inputs before it is timed. Printed per round (three, interleaved):
 //! thread CPU ns per element multiplied, four independent chains each, the MULX/ADX scalar
 //! multiply and the IFMA eight-lane multiply alongside, each vector one's ratio to MULX, and a
-//! hybrid step (AVX2 and MULX chains in one loop: do they overlap?). docs/BENCHMARKS.md 26.1
+//! hybrid step (AVX2 and MULX chains in one loop: do they overlap?). docs/BENCHMARKS.md 27.1
 //! turns the ratios into mask times.
 //! Run: `cargo run --release -p pora-encode --example vector-mul-floor`.
 

@@ -1,7 +1,7 @@
 //! pora-encode: es-node-identical BLOB_POSEIDON (encodeType 3) masks, pure computation.
 //!
 //! An empty KV of an encodeType-3 shard holds `mask(encodeKey)`; a filled one holds the blob XOR
-//! that mask (`shared/spec/ENCODING.md`). Two implementations live here:
+//! that mask (docs/encoding.md). Two implementations live here:
 //! - [`reference`]: the obviously-correct path on ark-ff/ark-bn254/ark-poly with light-poseidon's
 //!   circom constants, kept so tests can compare against it;
 //! - the fast path ([`mask`], [`mask_word`]): a hand-written 4-limb Montgomery field

@@ -1,5 +1,5 @@
-//! Bit-exactness against every vector in shared/vectors/esnode-encode.json (copied into
-//! testdata/): the permutation of [0,1,2], raw-key words and digests, full-mask digests, real
+//! Bit-exactness against every vector in testdata/esnode-encode.json (docs/encoding.md, "Test
+//! vectors"): the permutation of [0,1,2], raw-key words and digests, full-mask digests, real
 //! es-node samples from empty-filled KVs, and an encode key with a non-zero commit. Both the
 //! fast and the reference path are checked, and the fast path on every kernel this CPU runs.
 

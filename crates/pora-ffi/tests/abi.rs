@@ -585,6 +585,7 @@ fn overlay_kvs_are_sampled_from_memory_and_checked() {
 fn start_long_slot(handle: u64, cancel: u64) -> std::thread::JoinHandle<(PoraStatus, String)> {
     let started = Instant::now();
     loop {
+        let reads_before = fixtures::work(None).map_or(0, |w| w.read_calls);
         let worker = std::thread::spawn(move || {
             let randao = [1u8; 32];
             mine(
@@ -593,10 +594,20 @@ fn start_long_slot(handle: u64, cancel: u64) -> std::thread::JoinHandle<(PoraSta
                 cancel,
             )
         });
-        // Give the long slot time to take the set before each probe: a probe holds the set for
-        // a whole (short) slot, and probing back to back starves the long slot on a loaded
-        // machine.
-        std::thread::sleep(Duration::from_millis(100));
+        // Probe once the long slot reads (the simulated disk reads the file's bytes, in this
+        // process): a probe holds the set for a whole (short) slot, and probing before the long
+        // slot took the set starves it on a loaded machine. Without a read count (not Linux), a
+        // fixed 100 ms instead.
+        let reading =
+            |w: &fixtures::Work| w.read_calls >= reads_before + 64 || worker.is_finished();
+        if !fixtures::wait_for_work(
+            None,
+            reading,
+            Duration::from_secs(30),
+            "the long slot reading",
+        ) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         while !worker.is_finished() {
             let (s, msg) = mine(handle, &slot_params(&[2u8; 32], 0..1, 0, 1000), 0);
             if s == PoraStatus::Busy {

@@ -1,5 +1,5 @@
 //! The encoder's C ABI called from Rust as a C caller would: every vector of
-//! `testdata/esnode-encode.json` (a copy of shared/vectors) through `pora_encode_key` and
+//! `testdata/esnode-encode.json` (docs/encoding.md, "Test vectors") through `pora_encode_key` and
 //! `pora_mask`, encode/decode round trips and es-node's prefix decode, null and short buffers,
 //! wrong lengths (nothing written), and `pora_fill_empty` on a data file: the same bytes as the
 //! library's own `--fill empty --kv-range`, resumable, and refusing bad files and ranges without

@@ -1,4 +1,4 @@
-//! Reads served from the page cache, counted by the backends that can tell (issue 28).
+//! Reads served from the page cache, counted by the backends that can tell (for `auto`).
 //!
 //! `auto` corrects its model of the page cache with the hit ratio a buffered path really got.
 //! Linux gives it from outside the reads: the device's completed-read counter against the samples

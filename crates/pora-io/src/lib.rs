@@ -62,7 +62,7 @@ pub use host::cpu_time;
 pub use cache_reads::{CacheReads, HIT_LATENCY};
 pub use error::{IoError, ReadError, ReadErrorKind};
 pub use leak::{leaked_backends, note_leaked_backend, TEARDOWN_WAIT};
-pub use method::{Capabilities, Method, Unavailable};
+pub use method::{Capabilities, Method, ReadPath, Unavailable};
 pub use sim::{SimConfig, SimFault};
 
 use std::path::PathBuf;
@@ -268,7 +268,7 @@ pub fn exit_at_once(code: i32) -> ! {
 /// through a mapped file (`mmap`) waits for a stalled device, Linux can hold the process's
 /// address-space lock (a fault's retried read runs under it), and a thread that then grows or
 /// shrinks its heap (`brk`) or maps memory waits as long as the device: a slot's own thread
-/// did, in `brk`, 3-5 s past its deadline (docs/RELIABILITY.md, issue 36). With the heap taken
+/// did, in `brk`, 3-5 s past its deadline (docs/RELIABILITY.md). With the heap taken
 /// ahead, a slot's allocations do not go to the kernel. For a program at its start (the `pora`
 /// binary); a library leaves its host's allocator alone. Returns whether the allocator took the
 /// settings; `false` (nothing done) elsewhere than glibc.

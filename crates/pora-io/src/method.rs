@@ -1,5 +1,7 @@
-//! The table of access methods (`--method` values) and what each can do: the leaf every other
-//! file reads. Whether a method is available here and how it opens are each platform's
+//! The table of access methods (`--method` values), what each can do and where `auto` ranks it:
+//! the leaf every other file reads. A method's capabilities, read path and preference are
+//! stated here, once; every list of methods (`auto`'s candidates, what `auto` opens with nothing
+//! known, tune's ceiling pass) is derived from them. Whether a method is available here and how it opens are each platform's
 //! (`unix.rs`, `windows.rs`), reached through `open.rs`.
 
 use std::fmt;
@@ -121,8 +123,8 @@ impl Method {
     /// anything: for choosing defaults, tune arms and report shapes. An opened factory says what
     /// it really has ([`crate::BackendFactory::capabilities`]): a ring whose kernel lacks
     /// `ASYNC_CANCEL`, the simulated disk in its synchronous mode. `auto` answers for the method
-    /// the documented rule picks here ([`Method::resolve_auto`]); opening it can still fall back
-    /// to `pread` where the files' file system refuses O_DIRECT.
+    /// it opens with nothing known ([`Method::resolve_auto`]); a session's steering may take
+    /// another of [`Method::auto_candidates`] before any slot.
     pub fn capabilities(self) -> Capabilities {
         let unbuffered = matches!(
             self,
@@ -161,6 +163,68 @@ impl Method {
     /// `capabilities().bypasses_page_cache`.
     pub fn is_unbuffered(self) -> bool {
         self.capabilities().bypasses_page_cache
+    }
+}
+
+/// How a method reads, as far as choosing among methods cares: `auto` weighs one method of each
+/// path, and its model of the page cache tells the paths apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadPath {
+    /// Through the page cache, asynchronously or from many threads (`uring`, `pread`, `iocp`).
+    Buffered,
+    /// Around the page cache (`uring-direct`, `direct`, `iocp-unbuffered`).
+    Direct,
+    /// A memory map: memory copies when cached, a synchronous page fault per miss (`mmap`).
+    Mapped,
+}
+
+impl ReadPath {
+    /// Every path, in the order `auto` lists its candidates (the first is what it takes when it
+    /// knows nothing: see [`Method::resolve_auto`]).
+    pub const ALL: [ReadPath; 3] = [ReadPath::Buffered, ReadPath::Direct, ReadPath::Mapped];
+}
+
+impl Method {
+    /// The read path the method takes (`auto`: the path of the method it opens with nothing
+    /// known).
+    pub fn read_path(self) -> ReadPath {
+        match self {
+            Method::Mmap => ReadPath::Mapped,
+            Method::Auto => Method::resolve_auto().read_path(),
+            m if m.is_unbuffered() => ReadPath::Direct,
+            _ => ReadPath::Buffered,
+        }
+    }
+
+    /// `auto`'s preference for the method among the available ones of its read path, higher
+    /// first; `None` for a method `auto` never takes (the shared handle is a baseline, the
+    /// simulated disk is for tests). Asynchronous methods rank above synchronous ones: they
+    /// keep a device's queue full from few threads.
+    pub fn auto_preference(self) -> Option<u8> {
+        match self {
+            Method::Uring | Method::UringDirect | Method::Iocp | Method::IocpUnbuffered => Some(2),
+            Method::Pread | Method::Direct | Method::Mmap => Some(1),
+            Method::PreadShared | Method::Sim | Method::Auto => None,
+        }
+    }
+
+    /// The methods `auto` chooses among on this machine, one per read path in
+    /// [`ReadPath::ALL`]'s order: of each path's available methods under which a disk error
+    /// fails the read rather than the process, the one it prefers most. The one list `auto`
+    /// has: a session's steering weighs these, `pora tune --method auto` sweeps them.
+    pub fn auto_candidates() -> Vec<Method> {
+        ReadPath::ALL
+            .into_iter()
+            .filter_map(|path| {
+                Method::ALL
+                    .into_iter()
+                    .filter(|m| m.auto_preference().is_some() && m.read_path() == path)
+                    .filter(|m| m.capabilities().read_faults_contained)
+                    .filter(|m| m.availability().is_ok())
+                    .max_by_key(|m| m.auto_preference())
+            })
+            .collect()
     }
 }
 

@@ -31,13 +31,16 @@ impl Method {
             .collect()
     }
 
-    /// The documented rule for `auto` until a tune profile says otherwise: io_uring with
-    /// O_DIRECT where it works (deep queues from few threads, no page-cache pollution), then
-    /// IOCP unbuffered on Windows, then per-worker pread.
+    /// What `auto` opens when nothing is known of the files: the first of
+    /// [`Method::auto_candidates`] (the buffered one), which is also what a session's steering
+    /// decides for a cold shard whose rates are neither profiled nor measured (the model's
+    /// buffered read gains what the cache holds, a direct one never does; pinned by
+    /// pora-mine's `steering_and_resolve_auto_agree_when_nothing_is_known`). A session then
+    /// measures and re-decides before every slot; `pread` where no candidate is available.
     pub fn resolve_auto() -> Method {
-        [Method::UringDirect, Method::IocpUnbuffered, Method::Pread]
-            .into_iter()
-            .find(|m| m.availability().is_ok())
+        Method::auto_candidates()
+            .first()
+            .copied()
             .unwrap_or(Method::Pread)
     }
 }
@@ -61,12 +64,19 @@ pub(crate) fn open(paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
     match method {
         Method::Sim => crate::sim::open(paths, config),
         // `auto` must not fail where a plain method works: O_DIRECT can be refused by the files'
-        // file system (overlayfs, procfs, old tmpfs), which only opening the files reveals.
+        // file system (overlayfs, procfs, old tmpfs), which only opening the files reveals; the
+        // next candidate, then pread, is taken.
         _ if config.method == Method::Auto && method != Method::Pread => {
-            match platform::open(method, paths, config) {
-                Err(IoError::Unavailable { .. }) => platform::open(Method::Pread, paths, config),
-                other => other,
+            let mut fallbacks = Method::auto_candidates()
+                .into_iter()
+                .filter(|m| *m != method && *m != Method::Mmap)
+                .chain([Method::Pread]);
+            let mut opened = platform::open(method, paths, config);
+            while let Err(IoError::Unavailable { .. }) = opened {
+                let Some(next) = fallbacks.next() else { break };
+                opened = platform::open(next, paths, config);
             }
+            opened
         }
         _ => platform::open(method, paths, config),
     }

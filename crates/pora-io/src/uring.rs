@@ -164,6 +164,7 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Fact
         resume_align,
         buf_align,
         fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+        fixed_files: AtomicU8::new(FIXED_UNKNOWN),
         cancels_reads: kernel_cancels_reads(),
     }))
 }
@@ -182,6 +183,8 @@ struct UringFactory {
     buf_align: usize,
     /// Whether the last worker could register its buffers (for `describe`).
     fixed_buffers: AtomicU8,
+    /// Whether the last worker could register its files (for `describe`).
+    fixed_files: AtomicU8,
     /// The kernel lists `ASYNC_CANCEL`: `cancel_all` withdraws reads instead of waiting for them.
     cancels_reads: bool,
 }
@@ -198,13 +201,17 @@ impl BackendFactory for UringFactory {
             FIXED_NO => "unregistered buffers (registration refused: ulimit -l?)",
             _ => "registered buffers when the memlock limit allows",
         };
+        let files = match self.fixed_files.load(Ordering::Relaxed) {
+            FIXED_NO => "plain file descriptors (registering the files was refused)",
+            _ => "registered files",
+        };
         let direct = if self.method == Method::UringDirect {
             format!("O_DIRECT (logical block {} bytes), ", self.resume_align)
         } else {
             "buffered, ".to_string()
         };
         format!(
-            "{}: io_uring, {direct}one ring per worker, registered files, {buffers}, {unit}",
+            "{}: io_uring, {direct}one ring per worker, {files}, {buffers}, {unit}",
             self.method
         )
     }
@@ -223,6 +230,12 @@ impl BackendFactory for UringFactory {
             FIXED_NO
         };
         self.fixed_buffers.store(fixed, Ordering::Relaxed);
+        let files = if backend.fixed_files {
+            FIXED_YES
+        } else {
+            FIXED_NO
+        };
+        self.fixed_files.store(files, Ordering::Relaxed);
         Ok(Box::new(backend))
     }
 }
@@ -266,7 +279,11 @@ struct UringBackend {
     /// flight (leaked otherwise).
     arena: ManuallyDrop<AlignedBuf>,
     slot_bytes: usize,
+    /// Reads go to the registered arena (`READ_FIXED`); plain `READ` when registration was
+    /// refused (RLIMIT_MEMLOCK).
     fixed_buffers: bool,
+    /// Reads name registered files (`IOSQE_FIXED_FILE`); plain descriptors when refused.
+    fixed_files: bool,
     /// Use an IORING_OP_TIMEOUT entry for deadlines (kernels without IORING_FEAT_EXT_ARG).
     timeout_entries: bool,
     /// What the timeout entry points at: boxed (its address never changes), freed with the arena.
@@ -316,12 +333,9 @@ impl UringBackend {
             .collect::<Result<Vec<_>, _>>()?;
         let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
         let force_async = files.iter().map(blocks_inside_enter).collect();
-        ring.submitter()
-            .register_files(&fds)
-            .map_err(|source| IoError::Os {
-                what: "io_uring: registering the files",
-                source,
-            })?;
+        // Registered files spare the kernel a descriptor lookup per read; a kernel that refuses
+        // them (an old one, a descriptor limit) still reads through the plain descriptors.
+        let fixed_files = ring.submitter().register_files(&fds).is_ok();
         let slot_bytes = factory.unit.map_or(SAMPLE_LEN, align::max_span);
         let arena_bytes = slot_bytes.checked_mul(depth).ok_or_else(|| {
             IoError::Config(format!(
@@ -342,6 +356,7 @@ impl UringBackend {
             arena: ManuallyDrop::new(arena),
             slot_bytes,
             fixed_buffers,
+            fixed_files,
             timeout_entries,
             timeout_ts: ManuallyDrop::new(Box::new(types::Timespec::new())),
             timeout_in_sq: false,
@@ -384,13 +399,23 @@ impl UringBackend {
         };
         let len = slot.range.len - slot.got;
         let offset = slot.range.start + u64::from(slot.got);
-        let fd = types::Fixed(slot.file);
-        let entry = if self.fixed_buffers {
-            opcode::ReadFixed::new(fd, buf, len, 0)
+        let entry = match (self.fixed_files, self.fixed_buffers) {
+            (true, true) => opcode::ReadFixed::new(types::Fixed(slot.file), buf, len, 0)
                 .offset(offset)
-                .build()
-        } else {
-            opcode::Read::new(fd, buf, len).offset(offset).build()
+                .build(),
+            (true, false) => opcode::Read::new(types::Fixed(slot.file), buf, len)
+                .offset(offset)
+                .build(),
+            (false, fixed_buffers) => {
+                let fd = types::Fd(self.files[slot.file as usize].as_raw_fd());
+                if fixed_buffers {
+                    opcode::ReadFixed::new(fd, buf, len, 0)
+                        .offset(offset)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, buf, len).offset(offset).build()
+                }
+            }
         };
         let mut entry = entry.user_data(u64::from(id));
         if self.force_async.get(slot.file as usize) == Some(&true) {
@@ -859,18 +884,23 @@ mod tests {
         }
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(bytes).unwrap();
-        let paths = vec![file.path().to_path_buf()];
-        let factory = UringFactory {
+        let factory = buffered_factory(file.path().to_path_buf());
+        let backend = UringBackend::new(&factory, depth).unwrap();
+        Some((file, backend))
+    }
+
+    /// A buffered `uring` factory over one file, reading exactly the sample's 32 bytes.
+    fn buffered_factory(path: std::path::PathBuf) -> UringFactory {
+        UringFactory {
             method: Method::Uring,
-            paths,
+            paths: vec![path],
             unit: None,
             resume_align: 1,
             buf_align: 64,
             fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
+            fixed_files: AtomicU8::new(FIXED_UNKNOWN),
             cancels_reads: kernel_cancels_reads(),
-        };
-        let backend = UringBackend::new(&factory, depth).unwrap();
-        Some((file, backend))
+        }
     }
 
     /// The IORING_OP_TIMEOUT path (kernels before 5.11) reads correctly and honours deadlines.
@@ -915,6 +945,50 @@ mod tests {
         );
     }
 
+    /// Pushes one read per tag of `tags`, of the sample at `tag * stride` of file 0.
+    fn push_reads(backend: &mut UringBackend, tags: std::ops::Range<u32>, stride: u64) {
+        for tag in tags {
+            let offset = u64::from(tag) * stride;
+            backend
+                .push(SampleRead {
+                    tag,
+                    file: 0,
+                    offset,
+                })
+                .unwrap();
+        }
+    }
+
+    /// Every combination of registered and plain buffers and files reads the right bytes: a
+    /// kernel that refuses either registration (RLIMIT_MEMLOCK for the buffers) still reads.
+    #[test]
+    fn reads_with_and_without_registration() {
+        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 13 % 251) as u8).collect();
+        for (fixed_files, fixed_buffers) in
+            [(true, true), (true, false), (false, true), (false, false)]
+        {
+            let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
+                return;
+            };
+            // As root (CI) nothing is refused: both registrations hold unless turned off here.
+            assert!(backend.fixed_files, "registering one file was refused");
+            backend.fixed_files &= fixed_files;
+            backend.fixed_buffers &= fixed_buffers;
+            let mut out = Vec::with_capacity(8);
+            push_reads(&mut backend, 0..8, 7001);
+            backend.submit().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while out.len() < 8 && Instant::now() < deadline {
+                backend.reap(&mut out, 8, Some(deadline)).unwrap();
+            }
+            assert_eq!(out.len(), 8, "files {fixed_files} buffers {fixed_buffers}");
+            for c in out {
+                let at = c.tag as usize * 7001;
+                assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
+            }
+        }
+    }
+
     /// Reads pushed and not submitted are dropped without becoming SQEs: they never complete,
     /// the submitted ones do, and afterwards the backend is idle with every slot reusable.
     #[test]
@@ -923,18 +997,7 @@ mod tests {
         let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
             return;
         };
-        let push = |backend: &mut UringBackend, tags: std::ops::Range<u32>| {
-            for tag in tags {
-                let offset = u64::from(tag) * 1000;
-                backend
-                    .push(SampleRead {
-                        tag,
-                        file: 0,
-                        offset,
-                    })
-                    .unwrap();
-            }
-        };
+        let push = |backend: &mut UringBackend, tags| push_reads(backend, tags, 1000);
         push(&mut backend, 0..4);
         backend.submit().unwrap();
         push(&mut backend, 4..8);
@@ -1004,15 +1067,7 @@ mod tests {
             .write(true)
             .open(&path)
             .unwrap();
-        let factory = UringFactory {
-            method: Method::Uring,
-            paths: vec![path],
-            unit: None,
-            resume_align: 1,
-            buf_align: 64,
-            fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
-            cancels_reads: kernel_cancels_reads(),
-        };
+        let factory = buffered_factory(path);
         let backend = UringBackend::new(&factory, 4).unwrap();
         Some((dir, writer, backend))
     }

@@ -1,4 +1,4 @@
-//! Windows `mmap` on a failing disk (issue 28): a mapped page whose read fails must fail that
+//! Windows `mmap` on a failing disk (io-methods.md): a mapped page whose read fails must fail that
 //! read, like `pread`, and leave the process running; once the sector reads again, so does the
 //! map. Run under Wine by `.ci/windows.sh` against a file on pora-faultfs (FUSE on the Linux
 //! host): the page fault is a real one, through Linux's FUSE read, Wine's SIGBUS and the vectored

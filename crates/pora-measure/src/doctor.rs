@@ -104,7 +104,7 @@ impl Report {
         all.extend(files.iter().flat_map(|f| windows_findings(f)));
         all.push(shard_finding(files, kv_entries_bits));
         all.extend(profile_findings(files));
-        all.push(steady_state_finding(files));
+        all.push(steady_state_finding(files, kv_entries_bits));
         Ok(Report {
             findings: all,
             files: facts,
@@ -520,7 +520,7 @@ pub fn shard_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding
 
 /// The profile findings: one for the files, or, when they sit on several devices, a note that
 /// each device is mined, tuned and profiled on its own, and one profile finding per device
-/// (issue 13; grouped by [`pora_mine::devices::by_device`], as `pora mine` and `pora tune` do).
+/// (grouped by [`pora_mine::devices::by_device`], as `pora mine` and `pora tune` do).
 pub fn profile_findings(files: &[PathBuf]) -> Vec<Finding> {
     let groups = devices::by_device(files.iter().map(|f| f.as_path()));
     if groups.len() < 2 {
@@ -597,12 +597,15 @@ pub fn profile_finding(files: &[PathBuf]) -> Finding {
 /// The shard's size against the memory its page cache can grow into (MemAvailable within the
 /// cgroup's limit), and what `auto` expects of the first slot and of the steady state (issue
 /// 28): the same model and facts `pora mine` decides with before every slot.
-pub fn steady_state_finding(files: &[PathBuf]) -> Finding {
+/// The files count as the shards [`open_files_as_shards`] finds (one per file when each is one),
+/// all sharing the device's reads.
+pub fn steady_state_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding {
     let profiled = match profile::lookup(files, None) {
         Ok(profile::Lookup::Use { profile: p, .. }) => profile_rates(&p),
         _ => Vec::new(),
     };
-    let o = pora_mine::session::files_outlook(files, &profiled);
+    let shards = open_files_as_shards(files, kv_entries_bits).map_or(1, |s| s.len());
+    let o = pora_mine::session::files_outlook(files, shards, &profiled);
     let Some(room) = &o.room else {
         return finding(
             "steady-state",

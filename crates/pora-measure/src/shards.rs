@@ -1,5 +1,6 @@
-//! How `pora tune` and `pora doctor` read a list of files: one complete shard made of all of
-//! them, or, when that fails, each file a complete shard of its own. The shards are opened through
+//! How `pora tune` and `pora doctor` read a list of files: each file a complete shard of its own
+//! (the way `pora mine` is given one shard per `--file`), or, when that fails, one complete shard
+//! made of all of them. The shards are opened through
 //! [`pora_mine::session::open_shards`], the one place that groups files into shards.
 
 use pora_core::ShardSet;
@@ -28,23 +29,59 @@ pub enum ShardsError {
 #[error("{0}")]
 pub struct EachError(String);
 
-/// The shards of `files`: one shard from all of them, or one per file. A result with one shard
-/// means the files form one shard together.
+/// The shards of `files`, counted the way `pora mine` counts them when each file is given as a
+/// shard of its own: several files that are each a complete shard (one file per shard, as `pora
+/// create --shard` and es-node write them) are that many shards, even when together they would
+/// also cover one larger shard (shards 0..3 of 2^13 KVs also cover shard 0 of 2^15 KVs: the
+/// header does not record the shard size). Otherwise all of them form one shard. A result with
+/// one shard means the files form one shard together. `kv_entries_bits` settles the ambiguity:
+/// with it, only one of the two readings can hold.
 pub fn open_files_as_shards(
     files: &[PathBuf],
     kv_entries_bits: Option<u32>,
 ) -> Result<Vec<ShardSet>, ShardsError> {
+    let each = (files.len() >= 2).then(|| open_each(files, kv_entries_bits));
+    if let Some(Ok(shards)) = each {
+        return Ok(shards);
+    }
     let together = match open_shards(&[files.to_vec()], kv_entries_bits) {
         Ok(shards) => return Ok(shards),
         Err(e) => shard_cause(e),
     };
-    if files.len() < 2 {
-        return Err(ShardsError::Single(together));
+    match each {
+        None => Err(ShardsError::Single(together)),
+        Some(Err(each)) => Err(ShardsError::Neither { together, each }),
+        Some(Ok(_)) => unreachable!("returned above"),
     }
+}
+
+/// When `shards` (several, read one per file) would also form one larger shard together: a note
+/// saying so and how to tune them as one.
+pub fn one_per_file_note(
+    files: &[PathBuf],
+    kv_entries_bits: Option<u32>,
+    shards: &[ShardSet],
+) -> Option<String> {
+    if shards.len() < 2 || kv_entries_bits.is_some() {
+        return None;
+    }
+    let one = open_shards(&[files.to_vec()], None).ok()?;
+    let g = &one.first()?.geometry;
+    Some(format!(
+        "the {} files are counted as {} shards, one per file (as `pora mine --file A --file B ...` mines them); together they would also cover shard {} with kvEntriesBits {}: give --kv-entries-bits {} to tune them as that one shard",
+        files.len(),
+        shards.len(),
+        g.shard_idx,
+        g.kv_entries_bits,
+        g.kv_entries_bits
+    ))
+}
+
+/// Every file a complete shard of its own, no shard twice.
+fn open_each(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Result<Vec<ShardSet>, EachError> {
     let groups: Vec<Vec<PathBuf>> = files.iter().map(|f| vec![f.clone()]).collect();
-    open_shards(&groups, kv_entries_bits).map_err(|e| ShardsError::Neither {
-        together,
-        each: EachError(match e {
+    open_shards(&groups, kv_entries_bits).map_err(|e| {
+        EachError(match e {
             MineError::Shard { source, .. } => source.to_string(),
             MineError::DuplicateShard { first, second, .. } => format!(
                 "{} and {} hold the same shard",
@@ -52,7 +89,7 @@ pub fn open_files_as_shards(
                 files[second - 1].display()
             ),
             other => other.to_string(),
-        }),
+        })
     })
 }
 

@@ -77,21 +77,24 @@ pub struct TuneOutcome {
     pub interrupted: bool,
 }
 
-/// The methods to sweep: the asked ones (`auto` resolved, repeats dropped), else every available
-/// real method but `pread-shared`.
+/// The methods to sweep: the asked ones (`auto` standing for every method it chooses among,
+/// [`Method::auto_candidates`], since a session decides between them before every slot; repeats
+/// dropped), else every available real method but `pread-shared`.
 pub fn pick_methods(asked: &[Method]) -> Vec<Method> {
     if !asked.is_empty() {
-        let mut m: Vec<Method> = asked
-            .iter()
-            .map(|m| {
-                if *m == Method::Auto {
-                    Method::resolve_auto()
-                } else {
-                    *m
+        let mut m: Vec<Method> = Vec::new();
+        for &asked in asked {
+            let each = if asked == Method::Auto {
+                Method::auto_candidates()
+            } else {
+                vec![asked]
+            };
+            for method in each {
+                if !m.contains(&method) {
+                    m.push(method);
                 }
-            })
-            .collect();
-        m.dedup();
+            }
+        }
         return m;
     }
     Method::available_real()
@@ -154,7 +157,7 @@ pub fn tune(
     if methods.is_empty() {
         return Err(TuneError::NoMethod(notes.join("; ")));
     }
-    if let Some(note) = fits_in_ram_note(&paths) {
+    if let Some(note) = fits_in_memory_note(&paths) {
         on_event(Event::Note(&note));
         notes.push(note);
     }
@@ -257,7 +260,8 @@ impl RawPasses<'_> {
 }
 
 /// The device's raw ceiling: the best available asynchronous method (even one not swept), else
-/// many threads of a synchronous one, at a few deep queues; the highest reads/s wins.
+/// many threads of a synchronous one, at a few deep queues; the highest reads/s wins. Methods
+/// are ranked by what they state ([`ceiling_rank`]), not by a list here.
 fn ceiling_pass(
     input: &TuneInput,
     methods: &[Method],
@@ -265,21 +269,18 @@ fn ceiling_pass(
     notes: &mut Vec<String>,
     on_event: &mut dyn FnMut(Event),
 ) -> Option<RawResult> {
-    let order = [
-        Method::UringDirect,
-        Method::Uring,
-        Method::IocpUnbuffered,
-        Method::Iocp,
-        Method::Direct,
-        Method::Pread,
-        Method::Mmap,
-    ];
+    let mut order: Vec<Method> = Method::ALL
+        .into_iter()
+        .filter(|m| m.auto_preference().is_some())
+        .collect();
+    order.sort_by_key(|m| std::cmp::Reverse(ceiling_rank(*m)));
     let method = if methods == [Method::Sim] {
         Method::Sim
     } else {
-        let async_real = order[..4]
+        let async_real = order
             .iter()
             .copied()
+            .filter(|m| !m.capabilities().completes_inline)
             .find(|m| raw.opener.open(*m).is_ok());
         async_real.or_else(|| order.iter().copied().find(|m| methods.contains(m)))?
     };
@@ -310,6 +311,19 @@ fn ceiling_pass(
         }
     }
     best
+}
+
+/// How well a method shows the device's raw ceiling: asynchronous before synchronous (deep
+/// queues from few threads), around the page cache before through it (every read reaches the
+/// device), then `auto`'s preference; a map last (a fault per miss).
+fn ceiling_rank(method: Method) -> (bool, bool, bool, Option<u8>) {
+    let c = method.capabilities();
+    (
+        method.read_path() != pora_io::ReadPath::Mapped,
+        !c.completes_inline,
+        c.bypasses_page_cache,
+        method.auto_preference(),
+    )
 }
 
 /// Raw latency at increasing reads in flight on the chosen method, for the latency chart.
@@ -343,22 +357,31 @@ fn latency_sweep(
     out
 }
 
-/// Buffered trials of a shard that fits in RAM warm the cache as they run, so say so.
-fn fits_in_ram_note(paths: &[PathBuf]) -> Option<String> {
+/// Buffered trials of files that fit in the memory the page cache can grow into warm the cache
+/// as they run, so say so. The room is the one `pora mine` decides with
+/// ([`pora_io::host::memory::cache_room_here`]: `MemAvailable` within the memory cgroup's limit,
+/// v1 or v2), so inside a 1 GiB cgroup 4 GiB of files do not "fit" whatever the machine has.
+fn fits_in_memory_note(paths: &[PathBuf]) -> Option<String> {
     let total: u64 = paths
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    // MemAvailable on Linux, GlobalMemoryStatusEx's available memory on Windows.
-    let available = pora_io::host::memory::cache_room_here()
-        .ok()?
-        .mem_available_bytes;
-    (total < available).then(|| {
+    let room = pora_io::host::memory::cache_room_here().ok()?;
+    fits_in_memory(total, &room)
+}
+
+/// [`fits_in_memory_note`] for `total` bytes of files and the memory facts `room`.
+fn fits_in_memory(total: u64, room: &pora_io::host::memory::CacheRoom) -> Option<String> {
+    let within = match room.cgroup_limit_bytes {
+        Some(limit) => format!(" (within the memory cgroup's limit of {} MiB)", limit >> 20),
+        None => String::new(),
+    };
+    (total < room.room_bytes).then(|| {
         format!(
-            "the files ({} MiB) fit in the {} MiB of available RAM: each trial starts cold, but buffered methods (pread, mmap, uring, iocp) warm the cache as they run, so their figures are optimistic for a production shard larger than RAM",
+            "the files ({} MiB) fit in the {} MiB the page cache can grow into{within}: each trial starts cold, but buffered methods (pread, mmap, uring, iocp) warm the cache as they run, so their figures are optimistic for a production shard larger than memory",
             total >> 20,
-            available >> 20
+            room.room_bytes >> 20
         )
     })
 }
@@ -489,12 +512,15 @@ pub fn best_by_method(o: &TuneOutcome) -> Vec<pora_mine::profile::MethodRate> {
     best
 }
 
-/// What `auto` forecasts for `files` with the rates this run measured: the first (cold) slot
-/// and the steady state once the page cache has settled, with the memory there is now.
+/// What `auto` forecasts for `files`, the files of `shards` shards sharing the device, with the
+/// rates this run measured (the device's samples/s for all of them together): each shard's
+/// mining power in the first (cold) slot and in the steady state once the page cache has
+/// settled, with the memory there is now.
 pub fn steady_outlook(
     o: &TuneOutcome,
     c: &Choice,
     files: &[PathBuf],
+    shards: usize,
 ) -> pora_mine::session::FilesOutlook {
     let rates: Vec<(pora_io::Method, f64)> = std::iter::once((c.knee.arm.method, c.knee.mean()))
         .chain(
@@ -503,7 +529,7 @@ pub fn steady_outlook(
                 .map(|r| (r.method, r.samples_per_sec)),
         )
         .collect();
-    pora_mine::session::files_outlook(files, &rates)
+    pora_mine::session::files_outlook(files, shards, &rates)
 }
 
 /// The profile `pora mine` loads for `files`, from the knee of a finished run.
@@ -526,7 +552,10 @@ pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBu
             predicted_mining_power: p.power,
             by_method: best_by_method(o),
             predicted_steady_mining_power: Some(
-                steady_outlook(o, c, files).decision.predicted.steady,
+                steady_outlook(o, c, files, p.shards)
+                    .decision
+                    .predicted
+                    .steady,
             ),
         },
         fingerprint: profile::fingerprint(files),

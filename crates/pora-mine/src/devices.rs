@@ -1,4 +1,4 @@
-//! Shards grouped by the device their reads queue on (issue 13): each group is mined by its own
+//! Shards grouped by the device their reads queue on (mining.md): each group is mined by its own
 //! pool (factory, threads, depth, profile), tuned alone and reported on its own, so a fast NVMe
 //! and a slow disk neither share knobs nor pace each other. One function decides the grouping
 //! for the session, `pora tune` and `pora doctor`.

@@ -2,7 +2,7 @@
 //! one backend and mines one slot's job at a time.
 //!
 //! Between slots the workers wait on the pool's shelf. What a stalled device does to them is
-//! handled here, off the slot's path (issue 36):
+//! handled here, off the slot's path (docs/spec/stalls.md):
 //! - a worker the slot left behind inside a read keeps its thread and backend; when the read
 //!   returns it waits for the reads it still has in the kernel to be given back and puts itself
 //!   back on the shelf, so a disk that comes back is mined at full strength with the workers it

@@ -66,7 +66,7 @@ pub struct Measured {
     /// Expected mining power per shard (0..1), cold.
     pub predicted_mining_power: f64,
     /// The best cold samples/s each method reached in the sweep: what `auto`'s model starts
-    /// from for each read path (issue 28). Absent in profiles written before it.
+    /// from for each read path (`auto`, docs/mining.md). Absent in profiles written before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_method: Vec<MethodRate>,
     /// `auto`'s forecast once the page cache has settled, with the memory there was at tuning.

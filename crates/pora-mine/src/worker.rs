@@ -13,7 +13,7 @@
 //! shards), and takes nonces from it until it has none left; only then does it help another
 //! shard of its pool. So each shard keeps its own share of reads in flight whatever the other
 //! shards' devices do: a slow disk holds only its own chains, and a fast shard's rate depends on
-//! its own device and the CPU (issue 13: with shared chains, the slow shard absorbed them and
+//! its own device and the CPU (with shared chains, the slow shard absorbed them and
 //! set every shard's pace).
 //!
 //! The loop per batch: submit everything pushed, reap at least one completion (waiting at most

@@ -1,4 +1,4 @@
-//! Devices that stop answering, and slow synchronous reads (issue 12, "bounded everything"):
+//! Devices that stop answering, and slow synchronous reads (docs/io-methods.md):
 //! - the simulated disk dies mid-slot (`dead_after_reads`): the slot ends at its deadline, the
 //!   next slot starts (the miner replaces backends that do not drain), and dropping the miner
 //!   finishes without waiting for the dead device: its backends are leaked and counted
@@ -133,7 +133,13 @@ fn a_synchronous_method_on_a_slow_device_stops_within_a_few_reads_at_depth_1024(
     let stop = AtomicBool::new(false);
     let at_stop = std::thread::scope(|scope| {
         let stopper = scope.spawn(|| {
-            std::thread::sleep(Duration::from_millis(300));
+            // Stop once both workers are inside their synchronous batches: 20 reads of 5 ms
+            // performed (a batch is 1024 of them), waited for at most 30 s.
+            let give_up = Instant::now() + Duration::from_secs(30);
+            while stats.reads_submitted() < 20 {
+                assert!(Instant::now() < give_up, "the workers never read");
+                std::thread::sleep(Duration::from_millis(1));
+            }
             let reads = stats.reads_submitted();
             stop.store(true, Ordering::SeqCst);
             reads

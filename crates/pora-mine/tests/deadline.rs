@@ -1,4 +1,4 @@
-//! The slot deadline on a slow simulated disk (issue 7, item 5): reads of 2-20 ms, 1024 in
+//! The slot deadline on a slow simulated disk (docs/mining.md): reads of 2-20 ms, 1024 in
 //! flight per worker. A slot must end promptly after its deadline: no read is submitted after
 //! it and reads still in flight are abandoned (drained before the next slot).
 //!
@@ -97,6 +97,6 @@ fn overshoot_distribution_over_100_slots() {
     );
     assert!(
         q(1.0) < 50.0,
-        "issue 7 asks for a slot to end within 50 ms of its deadline"
+        "a slot must end within 50 ms of its deadline (docs/mining.md)"
     );
 }

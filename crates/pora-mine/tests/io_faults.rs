@@ -1,4 +1,4 @@
-//! Injected read faults on the simulated disk (issue 7, item 3): EIO and short reads at chosen
+//! Injected read faults on the simulated disk (`--on-io-error`): EIO and short reads at chosen
 //! offsets. The affected nonces are never counted as tried nor reported valid, and
 //! `--on-io-error retry|skip|stop` behave as documented; messages name the file and offset.
 

@@ -1,4 +1,4 @@
-//! Limits (issue 7, item 7): a 1 TiB sparse shard whose byte offsets lie past 2^40 mines the same
+//! Limits (RELIABILITY.md): a 1 TiB sparse shard whose byte offsets lie past 2^40 mines the same
 //! nonces as the single-nonce path, and memory stays flat over 1,000 slots.
 
 /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.

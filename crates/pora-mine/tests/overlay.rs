@@ -1,4 +1,4 @@
-//! The slot overlay (issue 21): KVs whose current bytes are in memory, as es-node's blob cache
+//! The slot overlay (es-node.md): KVs whose current bytes are in memory, as es-node's blob cache
 //! holds downloaded blobs before they are finalized into the file. Samples inside them must come
 //! from memory, everything else from the file: checked against a naive miner that reads the same
 //! way, on the simulated disk with random latencies and on plain pread, with the read-order

@@ -1,4 +1,4 @@
-//! Device pools (issue 13): a miner whose shards sit on several devices runs one backend factory
+//! Device pools: a miner whose shards sit on several devices runs one backend factory
 //! and one set of workers per device. Checked on the simulated disk: every pool finds exactly the
 //! naive miner's nonces (its backend numbers only its own files), a read error names the right
 //! file, a slow device's pool does not hold a fast one back, and pools must partition the shards.

@@ -1,5 +1,5 @@
 //! The scheduler on the simulated disk: random latencies and reordering over several seeds.
-//! Checks the invariants of issue 4: reads in flight never exceed the depth, a chain's next
+//! Checks the scheduler's invariants: reads in flight never exceed the depth, a chain's next
 //! sample is only read after its previous one completed, every nonce of the range is completed
 //! exactly once, and the valid nonces equal a naive sequential miner's.
 
@@ -166,8 +166,10 @@ fn no_required_diff_reports_nothing_and_stop_flag_interrupts() {
     let dir = tempfile::tempdir().unwrap();
     let paths = vec![write_shard(dir.path(), 0, 8, 31)];
     let shards = vec![open_shard(&paths[0])];
+    let stats = SimStats::default();
     let slow = SimConfig {
         latency_us: (1_000, 2_000),
+        stats: stats.clone(),
         ..Default::default()
     };
     let cfg = config(2, 8, 0..1_000_000);
@@ -175,7 +177,12 @@ fn no_required_diff_reports_nothing_and_stop_flag_interrupts() {
     let stop = AtomicBool::new(false);
     let report = std::thread::scope(|s| {
         let handle = s.spawn(|| miner.mine_slot(&cfg.request(randao(1)), &stop));
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Stop once 64 reads came back: at least (64 - 16 chains) / 2 nonces completed.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while stats.completions_reaped() < 64 {
+            assert!(std::time::Instant::now() < give_up, "the slot never read");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         stop.store(true, Ordering::Relaxed);
         handle.join().unwrap().unwrap()
     });

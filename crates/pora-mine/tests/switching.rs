@@ -1,4 +1,4 @@
-//! Issue 28: `auto` may change a device's method between slots. A switch must never change a
+//! `auto` (docs/mining.md) may change a device's method between slots. A switch must never change a
 //! slot's results, only its speed: the same randao over the same nonces finds the same valid
 //! nonces, tries the same nonces and reads the same samples whichever method reads them, and
 //! whatever method the previous slot used (backends switched away from and back to are reused

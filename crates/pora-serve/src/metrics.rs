@@ -50,7 +50,7 @@ pub struct Metrics {
     leaked_backends: IntGauge,
     rpc_requests: IntCounterVec,
     last_slot_timestamp: Gauge,
-    /// `auto` between slots (issue 28), labelled by device.
+    /// `auto` between slots (docs/mining.md), labelled by device.
     cached_ratio: GaugeVec,
     hit_ratio: GaugeVec,
     predicted_mining_power: GaugeVec,

@@ -101,7 +101,7 @@ fn run() -> ExitCode {
 /// Ends the process once its output is flushed, without the runtime's cleanup: after a stalled
 /// disk, threads may still wait inside reads the kernel holds, and a fault on a mapped file holds
 /// the process's memory map, so the cleanup's unmapping (the main thread's signal stack) would
-/// wait as long as the device (issue 36). The kernel releases everything else.
+/// wait as long as the device (docs/spec/stalls.md). The kernel releases everything else.
 fn exit_now(code: ExitCode) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();

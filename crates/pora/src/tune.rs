@@ -9,6 +9,7 @@ use anyhow::Context;
 use pora_core::ShardSet;
 use pora_io::{Method, SimConfig};
 use pora_measure::open_files_as_shards;
+use pora_measure::shards::one_per_file_note;
 use pora_measure::tune::raw::RawResult;
 use pora_measure::tune::record::TuneRecord;
 use pora_measure::tune::search::{self, GridLimits};
@@ -88,6 +89,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     );
     check_limits(&args)?;
     let shards = open_files_as_shards(&args.files, args.kv_entries_bits)?;
+    if let Some(note) = one_per_file_note(&args.files, args.kv_entries_bits, &shards) {
+        eprintln!("pora tune: note: {note}");
+    }
     let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
     let stop = signals::install("tune");
     if devices.len() == 1 {
@@ -124,7 +128,7 @@ struct DeviceTune {
     outcome: TuneOutcome,
     prediction: Prediction,
     written: Option<PathBuf>,
-    /// `auto`'s forecast with the measured rates: first slot and steady state (issue 28).
+    /// `auto`'s forecast with the measured rates: first slot and steady state (docs/mining.md).
     steady: Option<pora_mine::session::FilesOutlook>,
 }
 
@@ -173,7 +177,7 @@ fn tune_device(
     let steady = outcome
         .choice
         .as_ref()
-        .map(|c| tune::steady_outlook(&outcome, c, &files));
+        .map(|c| tune::steady_outlook(&outcome, c, &files, sharing));
     Ok(DeviceTune {
         label: None,
         outcome,

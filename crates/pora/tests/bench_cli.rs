@@ -245,7 +245,7 @@ fn sigterm_prints_the_partial_result_and_exits() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    common::fixtures::wait_until_mining(child.id(), std::time::Duration::from_millis(800));
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

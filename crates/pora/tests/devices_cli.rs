@@ -1,9 +1,10 @@
-//! Shards on two devices (issue 13), end to end through the binary: `pora mine` opens one pool
+//! Shards on two devices (mining.md), end to end through the binary: `pora mine` opens one pool
 //! per device and says what it chose for each, finds the same nonces as each shard mined alone;
 //! `pora tune` tunes each device alone and writes one profile per device, which `pora mine`
 //! then uses per device; `pora doctor` reports per device. The second device is the tmpfs at
 //! /dev/shm; where it is missing or is the temp dir's own device the tests say SKIP and why.
 
+#[macro_use]
 mod common;
 
 use common::{ok, pora, s, stderr};
@@ -24,12 +25,12 @@ fn run_ok(args: &[&str]) -> (String, String) {
 fn two_devices(test: &str) -> Option<(tempfile::TempDir, tempfile::TempDir)> {
     let first = tempfile::tempdir().unwrap();
     let Ok(second) = tempfile::tempdir_in("/dev/shm") else {
-        eprintln!("SKIP {test}: no writable /dev/shm for a second device");
+        skip_note!("SKIP {test}: no writable /dev/shm for a second device");
         return None;
     };
     let groups = pora_mine::devices::by_device([first.path(), second.path()]);
     if groups.len() != 2 {
-        eprintln!(
+        skip_note!(
             "SKIP {test}: {} and /dev/shm are on the same device",
             first.path().display()
         );
@@ -172,7 +173,7 @@ fn tune_writes_one_profile_per_device_and_mine_uses_each() {
         assert!(p.exists(), "{} missing", p.display());
     }
     // Mining without --method takes each device's profile: its method (with its knobs and
-    // measured rate) is `auto`'s candidate for its read path on that device (issue 28).
+    // measured rate) is `auto`'s candidate for its read path on that device (docs/mining.md).
     let (records, stderr) = mine_json(&[&s0, &s1], &[]);
     for p in &profiles {
         assert!(

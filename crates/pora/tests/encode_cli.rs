@@ -73,7 +73,7 @@ fn filled_empty_shard_reproduces_esnode_shard_1_vectors() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shard1.dat");
     let samples = vectors("esnode-sample.json");
-    // The shard-1 vectors whose samples both lie in KVs es-node had filled as empty (issue 15:
+    // The shard-1 vectors whose samples both lie in KVs es-node had filled as empty (vectors:
     // KVs 12817/12988 and 14978/15952); only those KVs are written (a sparse 1 GiB file).
     let empty_filled = [[12817u64, 12988], [14978, 15952]];
     let kv_pair = |v: &Value| -> Vec<u64> {

@@ -277,7 +277,7 @@ fn sigint_prints_partial_statistics_and_exits_130_within_a_second() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    common::fixtures::wait_until_mining(child.id(), Duration::from_millis(700));
     let sent = Instant::now();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])

@@ -1,4 +1,4 @@
-//! Shards on raw block devices, and real I/O errors from a device (issue 7, item 3 "for real").
+//! Shards on raw block devices, and real I/O errors from a device (docs/RELIABILITY.md).
 //!
 //! - A shard copied to a read-only loop device is mined by every available method exactly like
 //!   the file (es-node operators may put a shard on a raw partition; a block device's metadata

@@ -1,4 +1,4 @@
-//! Issue 30: every real access method under every fault, the faults injected on the real kernel
+//! Every real access method under every fault, the faults injected on the real kernel
 //! paths by a FUSE pass-through of a shard (`pora-faultfs`): EIO and short reads inside 8 KVs,
 //! 3 s reads inside 2 KVs, heavy-tailed delays, reads held until released, and a disk that
 //! vanishes mid-slot. For each (fault, method) cell `pora mine --slots 3 --on-io-error skip` runs

@@ -1,4 +1,4 @@
-//! Issue 30: crash-safe fills. `pora create --fill empty` of a 32 MiB shard killed with SIGKILL
+//! Crash-safe fills. `pora create --fill empty` of a 32 MiB shard killed with SIGKILL
 //! at random points (each `--resume` killed again, then one run to the end), and stopped by a
 //! full file system (a tmpfs mounted with a small `size=`, grown afterwards): the resumed file is
 //! byte-identical to an uninterrupted fill, an interrupted file never validates, and ENOSPC is an
@@ -116,6 +116,7 @@ fn a_fill_killed_at_random_points_resumes_byte_identical() {
         // Anywhere from the start to the end of an uninterrupted run.
         let at = fill_time.mul_f64(0.02 + 0.96 * draws.next_f64());
         let mut child = spawn_logged(create_empty(&file, resume), dir.path(), "killed");
+        // The kill point itself is the subject (random in time), so this is a chosen delay.
         std::thread::sleep(at);
         if !child.is_running() {
             // Finished before the kill (a late point on a resumed fill): start over.

@@ -1,4 +1,4 @@
-//! Issue 7, item 6: SIGINT and SIGTERM stop `mine`, `bench` and `tune` within a second, print
+//! docs/RELIABILITY.md: SIGINT and SIGTERM stop `mine`, `bench` and `tune` within a second, print
 //! the partial statistics and exit non-zero; an interrupted `tune` leaves no profile (nor a
 //! temporary file) next to the shard; an interrupted `create` leaves a file that `info`, `hash`
 //! and `mine` reject as never finished.
@@ -18,13 +18,26 @@ use std::time::{Duration, Instant};
 
 const WITHIN: Duration = Duration::from_secs(1);
 
-/// Starts `args`, waits `after`, sends `sig` and returns what the process left and how long it
-/// took to exit after the signal.
-fn interrupt(dir: &Path, tag: &str, args: &[&str], after: Duration, sig: i32) -> Finished {
+/// What a run must be doing when the signal is sent.
+enum Until {
+    /// Reading its shard: mining or benchmarking, past its start-up.
+    Reading,
+    /// Its stderr shows this text (a phase's progress line).
+    Says(&'static str),
+}
+
+/// Starts `args`, waits until it is doing what `until` says, sends `sig` and returns what the
+/// process left and how long it took to exit after the signal.
+fn interrupt(dir: &Path, tag: &str, args: &[&str], until: Until, sig: i32) -> Finished {
     let mut cmd = pora();
     cmd.args(args);
     let mut child = spawn_logged(cmd, dir, tag);
-    std::thread::sleep(after);
+    match until {
+        Until::Reading => {
+            common::fixtures::wait_until_mining(child.pid() as u32, Duration::from_millis(700))
+        }
+        Until::Says(text) => child.wait_for_stderr(text, Duration::from_secs(60)),
+    }
     assert!(child.is_running(), "{tag}: ended before the signal");
     let sent = Instant::now();
     child.signal(sig);
@@ -51,7 +64,7 @@ fn sigterm_stops_mine_within_a_second_with_partial_statistics() {
         dir.path(),
         "mine-TERM",
         &common::endless_mine(s(&shard)),
-        Duration::from_millis(700),
+        Until::Reading,
         libc::SIGTERM,
     );
     assert_eq!(done.status.code(), Some(130), "{}", done.stderr);
@@ -80,7 +93,7 @@ fn sigint_and_sigterm_stop_bench_within_a_second_with_partial_results() {
                 "60",
                 "--json",
             ],
-            Duration::from_millis(600),
+            Until::Reading,
             sig,
         );
         let lines = done.json_lines();
@@ -105,13 +118,16 @@ fn sigint_and_sigterm_stop_tune_within_a_second_and_write_no_profile() {
     let dir = tempfile::tempdir().unwrap();
     let shard = create(dir.path(), "shard.dat", 4, 7);
     // With --budget 5 the raw ceiling pass takes the first ~1.5 s, then the sweep runs: SIGTERM
-    // lands in the raw pass, SIGINT in the sweep (mining trials).
-    for (sig, name, after_ms) in [(libc::SIGTERM, "TERM", 700), (libc::SIGINT, "INT", 2500)] {
+    // lands in the raw pass (once tune reads), SIGINT in the sweep (once a trial's line shows).
+    for (sig, name, until) in [
+        (libc::SIGTERM, "TERM", Until::Reading),
+        (libc::SIGINT, "INT", Until::Says("samples/s (trial")),
+    ] {
         let done = interrupt(
             dir.path(),
             &format!("tune-{name}"),
             &[&quick_tune(s(&shard))[..], &["--json"]].concat(),
-            Duration::from_millis(after_ms),
+            until,
             sig,
         );
         assert_eq!(
@@ -148,7 +164,7 @@ fn create_interrupted_mid_write_leaves_a_file_nothing_accepts() {
     for (sig, name) in [(libc::SIGINT, "INT"), (libc::SIGKILL, "KILL")] {
         let path = dir.path().join(format!("wip-{name}.dat"));
         let mut cmd = pora();
-        // 2 GiB: far more than can be written in the 0.3 s before the signal.
+        // 2 GiB: far more than is written by the time the first 4 MiB are on disk.
         cmd.args([
             "create",
             s(&path),
@@ -159,7 +175,17 @@ fn create_interrupted_mid_write_leaves_a_file_nothing_accepts() {
             "--quiet",
         ]);
         let mut child = spawn_logged(cmd, dir.path(), &format!("create-{name}"));
-        std::thread::sleep(Duration::from_millis(300));
+        let give_up = Instant::now() + Duration::from_secs(60);
+        let written = |p: &Path| {
+            std::fs::metadata(p).map_or(0, |m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
+        };
+        while written(&path) < 4 << 20 {
+            assert!(
+                Instant::now() < give_up && child.is_running(),
+                "create-{name} wrote nothing"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(child.is_running(), "create finished before the signal");
         child.signal(sig);
         let done = child.finish(Duration::from_secs(10));

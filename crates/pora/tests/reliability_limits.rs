@@ -1,4 +1,4 @@
-//! Issue 7, item 7 through the binary: absurd `--threads`/`--depth` values (tune: `--max-threads`,
+//! Limits through the binary: absurd `--threads`/`--depth` values (tune: `--max-threads`,
 //! `--max-depth`) are refused at once with a message naming the flag, before anything is
 //! allocated; and `pora mine` over 1,000 slots peaks at about the same resident memory as over
 //! 10 slots (peak RSS of the child from `wait4`).

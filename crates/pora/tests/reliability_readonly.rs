@@ -1,4 +1,4 @@
-//! Issue 7, item 1: every command that reads a shard (`mine`, `hash`, `bench`, `tune`, `doctor`,
+//! RELIABILITY.md: every command that reads a shard (`mine`, `hash`, `bench`, `tune`, `doctor`,
 //! `info`) opens it read-only. As root (CI), the shard is owned by root with mode 0444 and pora
 //! runs as uid/gid 65534, so any open for writing fails; otherwise the shard is our own file with
 //! mode 0444. Each command must succeed, and the file's bytes and mtime must be unchanged.

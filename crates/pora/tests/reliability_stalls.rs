@@ -1,4 +1,4 @@
-//! Issue 36: a stalled disk never costs a miner its next slot. A shard served through the FUSE
+//! A stalled disk never costs a miner its next slot. A shard served through the FUSE
 //! fault file system (`pora-faultfs`, the kernel's page cache on) stalls in the shapes a failing
 //! disk takes — reads held in a few KVs until released, 8 s reads beside EIO (the issue's table),
 //! a stall that starts mid-slot and one that ends mid-slot — and `pora mine --slots N` runs

@@ -1,4 +1,4 @@
-//! Issue 7, item 4: a shard truncated (to half, or to just its header) or replaced (another file
+//! RELIABILITY.md: a shard truncated (to half, or to just its header) or replaced (another file
 //! renamed over its path) while `pora mine` runs, for every real access method available here.
 //!
 //! Truncation must give clear read errors naming the file and offset, never SIGBUS (mmap) or a
@@ -18,6 +18,7 @@ use std::time::Duration;
 /// 16 MiB of data: large enough that a slot keeps reading after the change.
 const KV_ENTRIES_BITS: u32 = 7;
 const SLOT_SEC: f64 = 1.5;
+/// Without /proc to see a run mining (not Linux), the change comes this long after the start.
 const CHANGE_AFTER: Duration = Duration::from_millis(500);
 /// Reported nonces re-checked with `pora hash` per run (each is one process start).
 const RECHECKED: usize = 4;
@@ -56,7 +57,7 @@ fn mine_command(file: &Path, method: pora_io::Method) -> std::process::Command {
 }
 
 /// Runs every available method at once on its own copy of the shard, applies `change` to each
-/// copy after [`CHANGE_AFTER`], and checks the common guarantees; returns each method's result.
+/// copy once every run is mining, and checks the common guarantees; returns each method's result.
 fn run_all(change: Change) -> Vec<(pora_io::Method, Finished, PathBuf)> {
     let dir = tempfile::tempdir().unwrap();
     let intact = create(dir.path(), "intact.dat", KV_ENTRIES_BITS, 11);
@@ -79,7 +80,9 @@ fn run_all(change: Change) -> Vec<(pora_io::Method, Finished, PathBuf)> {
         .iter()
         .map(|c| spawn_logged(mine_command(&c.file, c.method), dir.path(), c.method.name()))
         .collect();
-    std::thread::sleep(CHANGE_AFTER);
+    for child in &running {
+        common::fixtures::wait_until_mining(child.pid() as u32, CHANGE_AFTER);
+    }
     let header_len = 4096;
     let full_len = std::fs::metadata(&intact).unwrap().len();
     for (case, child) in cases.iter().zip(running.iter_mut()) {

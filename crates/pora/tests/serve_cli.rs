@@ -5,6 +5,7 @@
 //! es-node vector, `promtool check metrics`, a real Prometheus server scraping the service, and
 //! `pora mine --metrics-listen`.
 
+#[macro_use]
 mod common;
 
 use common::{http_agent, http_get};
@@ -260,7 +261,7 @@ fn promtool_check(text: &str) {
     let mut child = match child {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            println!(
+            skip_note!(
                 "SKIP: promtool not installed (Debian package `prometheus`); /metrics not linted"
             );
             return;
@@ -795,10 +796,10 @@ fn sigterm_during_a_slot_answers_partial_counts_and_exits_0() {
             serde_json::from_str::<Value>(&text).unwrap()
         });
         wait_for_running_slot(served);
-        // `slotRunning` turns true before the worker's first read: give the slot time to try
-        // some nonces, so "partial counts" has something to count (a signal 0.5 ms in once
-        // answered noncesTried 0 on a loaded CI machine). The slot itself runs for 60 s.
-        std::thread::sleep(Duration::from_millis(300));
+        // `slotRunning` turns true before the worker's first read: wait until the slot reads,
+        // so "partial counts" has something to count (a signal 0.5 ms in once answered
+        // noncesTried 0 on a loaded CI machine). The slot itself runs for 60 s.
+        common::fixtures::wait_until_mining(served.child.id(), Duration::from_millis(300));
         let signalled = Instant::now();
         // SAFETY: kill(2) on our own child's pid.
         assert_eq!(
@@ -925,7 +926,7 @@ impl Drop for KillOnDrop {
 fn prometheus_scrapes_the_slot_counts() {
     let prometheus = Path::new("/usr/bin/prometheus");
     if !prometheus.exists() {
-        println!("SKIP: /usr/bin/prometheus not installed (Debian package `prometheus`)");
+        skip_note!("SKIP: /usr/bin/prometheus not installed (Debian package `prometheus`)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1031,7 +1032,7 @@ fn mine_metrics_listen_exports_while_mining() {
     assert!(child.wait().unwrap().success());
 }
 
-/// With `auto` (no `--method`), every slot's answer names how `auto` decided (issue 28) and the
+/// With `auto` (no `--method`), every slot's answer names how `auto` decided (mining.md) and the
 /// metrics carry the page cache's share, the hit ratio, the forecast and the switch counters of
 /// the shard's device.
 #[test]

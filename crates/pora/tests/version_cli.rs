@@ -63,7 +63,14 @@ fn first_line_names_the_version_and_the_build_commit() {
                     assert_eq!(commit, head, "the build's commit is not HEAD's");
                 }
                 // Under Wine no git runs; the build (on Linux) asked git, so the id is git's.
-                _ => skip_note!("SKIP commit vs HEAD: git does not run here (commit `{commit}`)"),
+                _ => skip_note!(
+                    "SKIP commit vs HEAD: git does not run here{} (commit `{commit}`)",
+                    if cfg!(windows) {
+                        " (Wine has no git)"
+                    } else {
+                        ""
+                    }
+                ),
             }
             assert!(
                 commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 const WINDOWS_METHODS: [&str; 5] = ["pread", "pread-shared", "mmap", "iocp", "iocp-unbuffered"];
 
-/// Every vector from `testdata/` and, when present, `../shared/vectors/` beside the repository.
+/// Every vector of `testdata/esnode-sample.json`.
 fn vectors() -> Vec<Value> {
     let files = common::fixtures::vector_files();
     let mut out = Vec::new();

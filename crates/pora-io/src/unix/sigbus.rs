@@ -17,7 +17,7 @@
 //! the file. Otherwise the thread whose own copy faulted finds its entry, puts the file's page
 //! back (`mmap MAP_FIXED` of the file at that offset, so the next read of the page asks the disk
 //! again: a sector that recovers is readable again, and one bad page never poisons the others,
-//! as the earlier "lower the bound to the faulting page" rule did: issue 30 measured 19,517 read
+//! as the earlier "lower the bound to the faulting page" rule did: the fault suite saw 19,517 read
 //! errors for 8 bad KVs with it), bumps the epoch, forgets the entry and reports the error;
 //! every other reader copies again until no patch is outstanding. Ordering argument: a copy
 //! that saw a zero page ran after the handler's count increment and before the heal's remap;

@@ -1,4 +1,4 @@
-//! Copies out of pora's file maps that survive an in-page error (Windows x86_64; issue 28).
+//! Copies out of pora's file maps that survive an in-page error (Windows x86_64).
 //!
 //! A mapped page whose read fails (a bad sector, a vanished network share) raises
 //! `EXCEPTION_IN_PAGE_ERROR` in the thread that touched it; unhandled, it ends the process, which

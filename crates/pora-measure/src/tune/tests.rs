@@ -13,9 +13,14 @@ use std::io::Write;
 
 /// Writes shard 0 (64 KVs of 4 KiB, random bytes, no encoding) as a complete v1 data file.
 pub(crate) fn shard_file(dir: &std::path::Path, miner: Address) -> PathBuf {
+    shard_file_at(dir, miner, 0)
+}
+
+/// Writes shard `index` of 64 KVs of 4 KiB (kvEntriesBits 6) as `shard<index>.dat`.
+fn shard_file_at(dir: &std::path::Path, miner: Address, index: u64) -> PathBuf {
     let header = Header {
         version: 1,
-        chunk_idx_start: 0,
+        chunk_idx_start: 64 * index,
         chunk_idx_len: 64,
         encode_type: EncodeType::None,
         max_kv_size: 1 << 12,
@@ -24,11 +29,11 @@ pub(crate) fn shard_file(dir: &std::path::Path, miner: Address) -> PathBuf {
         miner,
         status: 0,
     };
-    let file = dir.join("shard0.dat");
+    let file = dir.join(format!("shard{index}.dat"));
     let mut out = std::fs::File::create(&file).unwrap();
     out.write_all(&header.encode()).unwrap();
     let mut data = vec![0u8; (header.allocated_len().unwrap() - HEADER_SIZE) as usize];
-    Xoshiro256PlusPlus::seed_from_u64(7).fill_bytes(&mut data);
+    Xoshiro256PlusPlus::seed_from_u64(7 + index).fill_bytes(&mut data);
     out.write_all(&data).unwrap();
     file
 }
@@ -93,29 +98,133 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
     );
 }
 
-#[test]
-fn stop_flag_interrupts_without_a_choice_being_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = shard_file(dir.path(), Address::default());
-    let input = TuneInput {
-        shards: open_files_as_shards(&[file], None).unwrap(),
+/// A 5 s tune of `shards` on the simulated disk: one worker, depths up to `max_depth`, every
+/// read taking `latency_us`.
+fn sim_input(shards: Vec<ShardSet>, max_depth: usize, latency_us: u32) -> TuneInput {
+    TuneInput {
+        shards,
         methods: vec![Method::Sim],
         limits: GridLimits {
             cpus: 1,
-            max_depth: 4,
+            max_depth,
             max_threads_sync: 1,
         },
         budget_sec: 5.0,
         sim: SimConfig {
             seed: 3,
-            latency_us: (100, 100),
+            latency_us: (latency_us, latency_us),
             ..SimConfig::default()
         },
         random_checks: 2,
         latency_curve: false,
-    };
+    }
+}
+
+#[test]
+fn stop_flag_interrupts_without_a_choice_being_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = shard_file(dir.path(), Address::default());
+    let input = sim_input(open_files_as_shards(&[file], None).unwrap(), 4, 100);
     let stop = AtomicBool::new(true);
     let out = tune(&input, &stop, &mut |_| {}).unwrap();
     assert!(out.interrupted);
     assert!(out.choice.is_none());
+}
+
+/// Four files that are shards 0..3 (and together would also cover one shard four times larger,
+/// the layout of BENCHMARKS' fast-device runs) are four shards sharing the device: the
+/// prediction, `auto`'s forecast and the profile all divide the device's measured samples/s
+/// among the four.
+#[test]
+fn four_shard_files_are_four_shards_sharing_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = (0..4)
+        .map(|i| shard_file_at(dir.path(), Address::default(), i))
+        .collect();
+    let shards = open_files_as_shards(&files, None).unwrap();
+    assert_eq!(shards.len(), 4);
+    let note = crate::shards::one_per_file_note(&files, None, &shards).expect("ambiguity noted");
+    assert!(
+        note.contains("4 shards") && note.contains("--kv-entries-bits 8"),
+        "{note}"
+    );
+    // Told the shard size, the files are one shard of 256 KVs, and nothing is ambiguous.
+    let one = open_files_as_shards(&files, Some(8)).unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(crate::shards::one_per_file_note(&files, Some(8), &one).is_none());
+
+    let input = sim_input(shards, 8, 1000);
+    let stop = AtomicBool::new(false);
+    let out = tune(&input, &stop, &mut |_| {}).unwrap();
+    let c = out.choice.clone().expect("a choice");
+    let device_rate = c.knee.mean();
+    assert!(device_rate > 0.0);
+    let required = search::required_samples_per_sec(
+        pora_mine::NONCES_PER_SLOT,
+        pora_mine::RANDOM_CHECKS,
+        pora_mine::SLOT_LENGTH.as_secs_f64(),
+    );
+    let p = Prediction::new(&out, input.shards.len(), required);
+    assert_eq!(p.shards, 4);
+    let per_shard = device_rate / 4.0 / required;
+    assert!(
+        (p.power - per_shard).abs() <= 1e-9 * per_shard.max(1.0),
+        "{}",
+        p.power
+    );
+    assert_eq!(make_profile(&out, &c, &p, &files).shards, 4);
+
+    // `auto`'s forecast: a direct read path costs the device one read per sample whatever the
+    // page cache holds, so its first slot is the device's rate over the four shards' needs.
+    let direct_first_slot = |shards: usize| {
+        let o = steady_outlook(&out, &c, &files, shards);
+        o.decision
+            .forecasts
+            .iter()
+            .find(|f| f.method.is_unbuffered())
+            .map(|f| f.predicted_mining_power)
+            .expect("a direct candidate on this platform")
+    };
+    let four = direct_first_slot(4);
+    assert!(
+        (four - per_shard).abs() <= 0.10 * per_shard,
+        "forecast {four} vs {per_shard} per shard"
+    );
+    let alone = direct_first_slot(1);
+    assert!(
+        (alone - 4.0 * four).abs() <= 0.05 * alone,
+        "one shard {alone} vs four {four}"
+    );
+}
+
+/// tune's note about the files fitting in memory uses the room `pora mine` decides with: inside
+/// a 1 GiB cgroup 4 GiB of files do not fit, whatever the machine has available.
+#[test]
+fn the_memory_note_counts_the_cgroup_limit() {
+    use pora_io::host::memory::CacheRoom;
+    const GIB: u64 = 1 << 30;
+    let in_cgroup = CacheRoom {
+        mem_available_bytes: 18 * GIB,
+        mem_total_bytes: 24 * GIB,
+        cgroup_limit_bytes: Some(GIB),
+        cgroup_room_bytes: Some(GIB - (64 << 20)),
+        room_bytes: GIB - (64 << 20),
+    };
+    assert_eq!(super::fits_in_memory(4 * GIB, &in_cgroup), None);
+    let note = super::fits_in_memory(GIB / 2, &in_cgroup).expect("half a GiB fits");
+    assert!(
+        note.contains("960 MiB") && note.contains("cgroup"),
+        "{note}"
+    );
+    let machine = CacheRoom {
+        cgroup_limit_bytes: None,
+        cgroup_room_bytes: None,
+        room_bytes: 18 * GIB,
+        ..in_cgroup
+    };
+    let note = super::fits_in_memory(4 * GIB, &machine).expect("fits in 18 GiB");
+    assert!(
+        note.contains("18432 MiB") && !note.contains("cgroup"),
+        "{note}"
+    );
 }

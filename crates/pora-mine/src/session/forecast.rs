@@ -17,13 +17,15 @@ pub struct FilesOutlook {
     /// Share of the files in the page cache now, where the OS tells.
     pub cached_fraction: Option<f64>,
     pub room: Option<CacheRoom>,
-    /// The decision `auto` would take for a first slot of 2^20 nonces, 12 s.
+    /// The decision `auto` would take for a first slot of 2^20 nonces per shard, 12 s.
     pub decision: Decision,
 }
 
-/// [`FilesOutlook`] for `paths` (one shard), with a tune profile's cold samples/s per method
-/// (its chosen method first).
-pub fn files_outlook(paths: &[PathBuf], profiled: &[(Method, f64)]) -> FilesOutlook {
+/// [`FilesOutlook`] for `paths`, the files of `shards` shards that share one device (one pool, as
+/// a session mines them: every shard's nonces in the slot, the page cache's room shared by all
+/// their bytes), with a tune profile's cold samples/s per method for the whole device (its
+/// chosen method first). The mining power is per shard: each shard's share of its own nonces.
+pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)]) -> FilesOutlook {
     let file_bytes = total_file_bytes(paths);
     let room = cache_room();
     let cached_fraction = cached_fraction(paths, file_bytes);
@@ -44,7 +46,7 @@ pub fn files_outlook(paths: &[PathBuf], profiled: &[(Method, f64)]) -> FilesOutl
         cached_fraction,
         room.as_ref(),
         file_bytes,
-        (crate::NONCES_PER_SLOT * u64::from(crate::RANDOM_CHECKS)) as f64,
+        (crate::NONCES_PER_SLOT * u64::from(crate::RANDOM_CHECKS) * shards.max(1) as u64) as f64,
         crate::SLOT_LENGTH.as_secs_f64(),
     ));
     FilesOutlook {

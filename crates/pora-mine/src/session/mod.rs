@@ -9,7 +9,7 @@
 //! bounded end); each device learns from what the slot achieved; the caller gets one
 //! [`MinedSlot`]: the report and the choice each device ran with.
 //!
-//! What touches the files on a slot's path runs within a budget (issue 36): facts and switches
+//! What touches the files on a slot's path runs within a budget: facts and switches
 //! on each device's errand thread, replacements of stuck backends on each pool's; a session's
 //! drop closes its files within a bound too.
 
@@ -79,7 +79,7 @@ impl MinedSlot {
 
 impl Session {
     /// Opens `groups` (one group of data files per shard) read-only and builds the miner: the
-    /// shards are grouped by device (issue 13), and each device gets its own profile, method,
+    /// shards are grouped by device (docs/mining.md), and each device gets its own profile, method,
     /// threads, depth and worker pool. The miner's shards (and so every report) come device by
     /// device, in the order given within a device.
     pub fn open(groups: &[Vec<PathBuf>], options: &OpenOptions) -> Result<Session, MineError> {

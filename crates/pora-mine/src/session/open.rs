@@ -327,35 +327,15 @@ pub(crate) fn path_rates(rates: &[(Method, f64)]) -> Vec<(ReadPath, f64)> {
 
 /// The read path a method takes.
 pub fn read_path(method: Method) -> ReadPath {
-    if method == Method::Mmap {
-        ReadPath::Mapped
-    } else if method.is_unbuffered() {
-        ReadPath::Direct
-    } else {
-        ReadPath::Buffered
-    }
+    method.read_path()
 }
 
-/// The methods `auto` chooses among here: a buffered one, a direct one and (on Unix) a map,
-/// each the best this platform has; a profile's method replaces the platform's default of its
-/// path, with the profile's knobs.
+/// The methods `auto` chooses among here ([`Method::auto_candidates`]: one per read path, each
+/// the method pora-io ranks first on this platform); a profile's method replaces the
+/// platform's choice of its path, with the profile's knobs.
 pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
-    // Only a method under which a failing disk's fault fails the read instead of ending the
-    // process (a map is not everywhere: docs/io-methods.md).
-    let first_usable = |methods: &[Method]| {
-        methods
-            .iter()
-            .copied()
-            .find(|m| m.availability().is_ok() && m.capabilities().read_faults_contained)
-    };
-    let defaults = [
-        first_usable(&[Method::Uring, Method::Iocp, Method::Pread]),
-        first_usable(&[Method::UringDirect, Method::IocpUnbuffered, Method::Direct]),
-        first_usable(&[Method::Mmap]),
-    ];
-    defaults
+    Method::auto_candidates()
         .into_iter()
-        .flatten()
         .map(|method| {
             let path = read_path(method);
             match tuned.filter(|t| read_path(t.method) == path) {
@@ -382,6 +362,40 @@ pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One `auto`: what pora-io opens for `auto` with nothing known
+    /// ([`Method::resolve_auto`], which `Method::Auto`'s capabilities answer for) is the
+    /// steering's decision for a cold shard with no profile and nothing measured, whatever the
+    /// memory; and its candidates are pora-io's list.
+    #[test]
+    fn steering_and_resolve_auto_agree_when_nothing_is_known() {
+        let methods: Vec<Method> = candidates(None).iter().map(|c| c.method).collect();
+        assert_eq!(methods, Method::auto_candidates());
+        const GIB: u64 = 1 << 30;
+        let room = |bytes: u64| CacheRoom {
+            mem_available_bytes: bytes,
+            mem_total_bytes: bytes,
+            cgroup_limit_bytes: None,
+            cgroup_room_bytes: None,
+            room_bytes: bytes,
+        };
+        for memory in [None, Some(room(GIB)), Some(room(64 * GIB))] {
+            let mut steering = Steering::new(candidates(None), &[]);
+            let d = steering.decide(&observe(
+                8 * GIB,
+                Some(0.0),
+                memory.as_ref(),
+                8 * GIB,
+                (2u64 << 20) as f64,
+                12.0,
+            ));
+            assert_eq!(d.candidate.method, Method::resolve_auto(), "{}", d.why);
+        }
+        assert_eq!(
+            Method::Auto.capabilities(),
+            Method::resolve_auto().capabilities()
+        );
+    }
 
     /// `auto` weighs a buffered path, a direct one and a map wherever a failing disk under the
     /// map fails a read instead of ending the process: Unix (SIGBUS) and Windows x86_64 (the

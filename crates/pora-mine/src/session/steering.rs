@@ -1,17 +1,18 @@
 //! One device's side of a session: what it reads with now and, for `auto`, the steering that
-//! decides again before every slot and learns after it (issue 28, [`crate::steer`] holds the
+//! decides again before every slot and learns after it (docs/mining.md; [`crate::steer`] holds the
 //! model).
 //!
 //! The facts a decision needs (how much of the shard the page cache holds) and the backends a
 //! switch opens touch the shard's files, and on a stalled device that waits as long as its
-//! slowest read (issue 36). They run on this device's errand thread within a budget: a fact that
+//! slowest read (stalls.md). They run on this device's errand thread within a budget: a fact that
 //! does not come in time is decided without (the model's own estimate), a switch that cannot
 //! open in time is not made this slot.
 
 use crate::defaults::available_cpus;
 use crate::errand::Errands;
 use crate::records::{Choice, SteeringRecord};
-use crate::steer::{Candidate, Observation, SlotOutcome, Steering};
+use crate::steer::model::ReadPath;
+use crate::steer::{probe, Candidate, Observation, SlotOutcome, Steering};
 use crate::{MineError, Miner, PoolIo, SlotReport, SlotRequest};
 use pora_io::host::block_device::BlockDevice;
 use pora_io::host::memory::CacheRoom;
@@ -51,12 +52,15 @@ pub(crate) struct SlotFacts<'a> {
 impl PoolSide {
     /// Decides this pool's method for the slot and switches pool `index` of `miner` to it.
     pub fn steer(&mut self, miner: &Miner, index: usize, facts: &SlotFacts<'_>) {
-        let Some(steering) = self.steering.as_mut() else {
+        if self.steering.is_none() {
             return;
-        };
+        }
         let started = Instant::now();
-        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
         let request = facts.request;
+        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
+        // The slot's deadline (until the request carries its caller's absolute deadline).
+        let probed = self.probe(started + request.slot_length, cached);
+        let steering = self.steering.as_mut().expect("steered pool");
         let observation = observe(
             self.bytes,
             cached,
@@ -101,6 +105,9 @@ impl PoolSide {
                 }
             }
         }
+        if let Some(probed) = probed {
+            decision.why = format!("{}; {probed}", decision.why);
+        }
         let steering = self.steering.as_ref().expect("steered pool");
         let (slots, switches, explorations) = steering.counts();
         let c = decision.candidate;
@@ -117,6 +124,62 @@ impl PoolSide {
         record.switched_from = switched_from;
         (record.switches, record.exploring_slots) = (switches, explorations);
         self.choice.steering = Some(record);
+    }
+
+    /// Before the first slot on a device nothing is known of (no profile, no slot measured):
+    /// each read path's candidate probed for a few tens of ms ([`crate::steer::probe`]) on the
+    /// errand thread, within the slot's own time before `deadline`, and its reads/s given to
+    /// the steering. A buffered probe's hits are taken out (`cached`: the share of the files in
+    /// the page cache); a shard held in memory is not probed (the cache decides there, not the
+    /// device). Returns what was measured, for the record's `why`.
+    fn probe(&mut self, deadline: Instant, cached: Option<f64>) -> Option<String> {
+        let steering = self.steering.as_mut()?;
+        let candidates = steering.to_probe();
+        let cached = cached.unwrap_or(0.0).clamp(0.0, 1.0);
+        if candidates.len() < 2 || cached >= crate::steer::MAPPED_FROM_FRACTION {
+            return None;
+        }
+        let now = Instant::now();
+        let each = probe::per_candidate(candidates.len(), now, deadline);
+        if each.is_zero() {
+            return None;
+        }
+        // Each candidate reads for `each` once open; opening (a ring, registered buffers) and
+        // withdrawing the last reads come on top, bounded here.
+        let bound = (each + probe::PROBE_OPEN_ALLOWANCE) * candidates.len() as u32;
+        let until = now + bound;
+        let (paths, io, list) = (self.paths.clone(), self.io.clone(), candidates.clone());
+        let asked = self
+            .errands
+            .ask(bound + probe::PROBE_OPEN_ALLOWANCE, move || {
+                probe::probe_candidates(&paths, &io, &list, each, until)
+            });
+        let Some(probed) = asked else {
+            return Some(format!(
+                "probe of {} candidates did not answer in time",
+                candidates.len()
+            ));
+        };
+        let steering = self.steering.as_mut()?;
+        let mut said = Vec::with_capacity(probed.len());
+        for p in &probed {
+            match &p.reads_per_sec {
+                Ok(rate) => {
+                    let misses = match p.candidate.path {
+                        ReadPath::Buffered => rate * (1.0 - cached),
+                        _ => *rate,
+                    };
+                    steering.probed(p.candidate.path, misses);
+                    said.push(format!("{} {:.0}k reads/s", p.candidate.method, rate / 1e3));
+                }
+                Err(why) => said.push(format!("{} not probed ({why})", p.candidate.method)),
+            }
+        }
+        Some(format!(
+            "probed in {:.0} ms: {}",
+            now.elapsed().as_secs_f64() * 1e3,
+            said.join(", ")
+        ))
     }
 
     /// Switches pool `index` to `to`: a backend set kept from earlier, else one opened on the

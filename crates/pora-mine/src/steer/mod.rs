@@ -1,4 +1,4 @@
-//! `auto` between slots (issue 28): before every slot, for every device pool, choose the read
+//! `auto` between slots (docs/mining.md): before every slot, for every device pool, choose the read
 //! path that earns the most mining power — now and once the page cache has settled — from what
 //! is observed (the shard's share in the page cache, the memory it can grow into) and what
 //! earlier slots measured (the device's reads/s per path, the CPU per sample); after the slot,
@@ -8,6 +8,7 @@
 //! verified whatever path reads them.
 
 pub mod model;
+pub mod probe;
 
 use model::{outlook, Outlook, PathRates, ReadPath, SlotShape};
 use pora_io::Method;
@@ -66,6 +67,8 @@ pub enum RateSource {
     Assumed,
     /// The tune profile's cold figure.
     Profile,
+    /// Measured by a short probe before the session's first slot ([`probe`]).
+    Probed,
     /// Measured by this session's slots.
     Measured,
 }
@@ -225,6 +228,39 @@ impl Steering {
         (self.slots, self.switches, self.explorations)
     }
 
+    /// The candidates to probe before this decision: on a device nothing is known of (no path's
+    /// rate profiled, probed or measured), one per read path the device's rate decides (not a
+    /// map, whose rate follows from the cache). Empty once anything is known.
+    pub fn to_probe(&self) -> Vec<Candidate> {
+        if self.paths.iter().any(|p| p.source != RateSource::Assumed) {
+            return Vec::new();
+        }
+        self.candidates
+            .iter()
+            .copied()
+            .filter(|c| c.path != ReadPath::Mapped)
+            .collect()
+    }
+
+    /// Takes a probe's reads/s as `path`'s device rate (the first slot's on it replaces it), and
+    /// as every still-assumed path's until that one is measured.
+    pub fn probed(&mut self, path: ReadPath, reads_per_sec: f64) {
+        // A probe that read nothing (or NaN) says nothing about the device.
+        if reads_per_sec.is_nan() || reads_per_sec <= 0.0 {
+            return;
+        }
+        let i = path_index(path);
+        let state = &mut self.paths[i];
+        state.rates.device_reads_per_sec = reads_per_sec;
+        state.source = RateSource::Probed;
+        state.measured_at_slot = Some(self.slots);
+        for (j, other) in self.paths.iter_mut().enumerate() {
+            if j != i && other.source == RateSource::Assumed {
+                other.rates.device_reads_per_sec = reads_per_sec;
+            }
+        }
+    }
+
     fn rates_for(&self, c: &Candidate) -> (PathRates, RateSource) {
         let state = &self.paths[path_index(c.path)];
         if c.path == ReadPath::Mapped && state.source == RateSource::Assumed {
@@ -360,7 +396,9 @@ impl Steering {
     /// The best by the horizon's mean, staying with the incumbent unless the best is clearly
     /// better (or is the map, as good and cheaper). On a tie a map goes first (where it is a
     /// candidate, it reads cached samples for a fraction of the CPU), then buffered before
-    /// direct.
+    /// direct. Scores are compared relative to each other: when no candidate can finish the slot
+    /// (a nonce range no device reads in a slot) every score is tiny, and the faster path must
+    /// still win rather than tie.
     fn best(&self, scored: &[Scored]) -> usize {
         let score_of = |i: usize| {
             scored
@@ -376,7 +414,8 @@ impl Steering {
         let mut best = scored[0].index;
         for s in &scored[1..] {
             let (score, top) = (s.outlook.horizon_mean, score_of(best).unwrap_or(0.0));
-            if score > top + 1e-6 || (score > top - 1e-6 && rank(s.index) < rank(best)) {
+            let tie = 1e-6 * score.abs().max(top.abs());
+            if score > top + tie || (score >= top - tie && rank(s.index) < rank(best)) {
                 best = s.index;
             }
         }
@@ -584,6 +623,23 @@ mod tests {
             cached_fraction_end: Some(end),
             cpus: 2.0,
         }
+    }
+
+    /// A nonce range no device reads in one slot: every candidate's forecast is near 0, and
+    /// the faster measured path must still win (it used to tie, and the tie went to buffered).
+    #[test]
+    fn when_no_candidate_can_finish_the_slot_the_faster_rate_wins() {
+        let mut s = Steering::new(candidates(), &[]);
+        s.probed(ReadPath::Buffered, 293_000.0);
+        s.probed(ReadPath::Direct, 847_000.0);
+        // `--nonces 0..2^44`, two samples each: every forecast is below 1e-6.
+        let unbounded = Observation {
+            samples_needed: (1u64 << 45) as f64,
+            ..observe(0.0, 0.1)
+        };
+        let d = s.decide(&unbounded);
+        assert!(d.predicted.next < 1e-6, "{}", d.why);
+        assert_eq!(d.candidate.method, Method::UringDirect, "{}", d.why);
     }
 
     #[test]

@@ -14,17 +14,9 @@ pub const PAGE_BYTES: f64 = 4096.0;
 /// Integration steps per slot.
 const STEPS: usize = 48;
 
-/// How a method reads, as far as the model cares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadPath {
-    /// Through the page cache, asynchronously or from many threads (`uring`, `pread`, `iocp`).
-    Buffered,
-    /// Around the page cache (`uring-direct`, `direct`, `iocp-unbuffered`).
-    Direct,
-    /// A memory map: memory copies when cached, a synchronous page fault per miss (`mmap`).
-    Mapped,
-}
+/// How a method reads, as far as the model cares: stated by each method in pora-io
+/// ([`pora_io::Method::read_path`]).
+pub use pora_io::ReadPath;
 
 /// What the model assumes of one read path on one device.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,4 +1,4 @@
-//! Helpers shared by the `reliability_*` tests (issue 7): running the `pora` binary (optionally
+//! Helpers shared by the `reliability_*` tests: running the `pora` binary (optionally
 //! as an unprivileged uid, with default signal dispositions), creating shards, a fingerprint of a
 //! file's bytes and mtime, running a child with a time limit while its output goes to files, and
 //! SKIP lines that show despite libtest's output capture. Builds on `common` (the helpers of every
@@ -206,6 +206,23 @@ impl Running {
     /// Still running (has not exited yet)?
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    /// Waits until the child's stderr shows `text`; fails the test after `limit` or if the child
+    /// ends first.
+    pub fn wait_for_stderr(&mut self, text: &str, limit: Duration) {
+        let until = Instant::now() + limit;
+        loop {
+            let err = std::fs::read_to_string(&self.err).unwrap_or_default();
+            if err.contains(text) {
+                return;
+            }
+            assert!(
+                Instant::now() < until && self.is_running(),
+                "{text:?} not on stderr within {limit:?}: {err}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     pub fn signal(&self, sig: i32) {

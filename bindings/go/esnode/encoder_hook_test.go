@@ -44,14 +44,14 @@ func TestEncoderBlockSizeAndDoc(t *testing.T) {
 	if count := fmt.Sprintf("**%d lines in one es-node file**", total); !strings.Contains(text, count) {
 		t.Errorf("%s does not state the encoder hook's count as %s", doc, count)
 	}
-	// The encoder section has its own markers; docHookBlocks reads the mining hook's, so it is
-	// given the encoder section alone between those.
+	// The encoder section has its own markers; docHookBlocks reads the mining hook's
+	// (docSectionBegin/End), so it is given the encoder section alone between those.
 	start, end := strings.Index(text, "<!-- encoder hook begin -->"), strings.Index(text, "<!-- encoder hook end -->")
 	if start < 0 || end < start {
 		t.Fatalf("%s: no <!-- encoder hook begin --> ... <!-- encoder hook end --> section", doc)
 	}
 	section := filepath.Join(t.TempDir(), "encoder-section.md")
-	if err := os.WriteFile(section, []byte("<!-- hook begin -->\n"+text[start:end]+"<!-- hook end -->\n"), 0o644); err != nil {
+	if err := os.WriteFile(section, []byte(docSectionBegin+"\n"+text[start:end]+docSectionEnd+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// One text of all blocks, labels included, each side: any difference in order, label or

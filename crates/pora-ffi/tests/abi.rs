@@ -119,7 +119,7 @@ fn slot_params(
         randao: bytes(randao),
         nonce_start: nonces.start,
         nonce_end: nonces.end,
-        slot_length_ms,
+        deadline_remaining_ns: slot_length_ms * 1_000_000,
         find,
         slot_number: 3,
         difficulty: no_difficulty(),
@@ -694,10 +694,10 @@ fn slot_inputs_are_checked_by_the_library_naming_the_c_fields() {
     let randao = [7u8; 32];
     let cases = [
         (slot_params(&randao, 5..5, 0, 1000), "nonces 5..5"),
-        (slot_params(&randao, 0..5, 0, 0), "slot_length_ms"),
+        (slot_params(&randao, 0..5, 0, 0), "deadline_remaining_ns 0"),
         (
             slot_params(&randao, 0..5, 0, PORA_MAX_SLOT_LENGTH_MS + 1),
-            "slot_length_ms",
+            "deadline_remaining_ns",
         ),
     ];
     for (params, named) in cases {

@@ -7,6 +7,7 @@ use crate::defaults::{
 };
 use crate::{MineConfig, MineError, SlotRequest};
 use pora_core::Input;
+use std::time::Instant;
 
 /// Refuses every value outside the documented limits.
 pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError> {
@@ -58,7 +59,7 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
     Ok(())
 }
 
-/// Refuses an empty nonce range, or a slot of zero length or longer than a day.
+/// Refuses an empty nonce range, a deadline that has passed, or one more than a day away.
 pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
     let nonces = &request.nonces;
     if nonces.start >= nonces.end {
@@ -69,12 +70,21 @@ pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
             "the range is empty",
         ));
     }
-    let ms = request.slot_length.as_secs_f64() * 1000.0;
-    if request.slot_length.is_zero() || ms > MAX_SLOT_LENGTH_MS as f64 {
-        let why = format!("must be longer than zero and at most {MAX_SLOT_LENGTH_MS} ms");
+    let now = Instant::now();
+    if request.deadline <= now {
+        let past = now - request.deadline;
         return Err(MineError::config(
             Input::SlotLength,
-            format!("{ms} ms"),
+            format!("a deadline {:.3} ms ago", past.as_secs_f64() * 1e3),
+            "the slot's deadline has passed before the slot started",
+        ));
+    }
+    let ms = (request.deadline - now).as_secs_f64() * 1000.0;
+    if ms > MAX_SLOT_LENGTH_MS as f64 {
+        let why = format!("the deadline must be at most {MAX_SLOT_LENGTH_MS} ms away");
+        return Err(MineError::config(
+            Input::SlotLength,
+            format!("{ms:.0} ms"),
             why,
         ));
     }

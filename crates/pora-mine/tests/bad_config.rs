@@ -64,12 +64,12 @@ fn absurd_values_name_their_input() {
         (Nonces, "nonces 5..5", Box::new(|c| c.nonces = 5..5)),
         (
             SlotLength,
-            "slot_length_ms 0 ms",
+            "deadline_remaining_ns a deadline",
             Box::new(|c| c.slot = Duration::ZERO),
         ),
         (
             SlotLength,
-            "slot_length_ms 86400001 ms",
+            "deadline_remaining_ns 8640000",
             Box::new(|c| c.slot = Duration::from_millis(86_400_001)),
         ),
     ];

@@ -256,7 +256,8 @@ pub struct SteeringRecord {
     pub exploring: bool,
     /// The method of the previous slot when this slot switched.
     pub switched_from: Option<Method>,
-    /// Time spent deciding (facts and model) and switching backends, before the slot's clock.
+    /// Time spent deciding (facts and model) and switching backends: the slot's own time,
+    /// before its workers start.
     pub decision_ms: f64,
     pub switch_ms: f64,
     /// Switches and exploring slots of this device so far.

@@ -98,7 +98,9 @@ func TestEngineAutoSteeringOnAStallingMountEndsByTheDeadline(t *testing.T) {
 	}
 	defer e.Close()
 	const slot = 1500 * time.Millisecond
-	required := new(big.Int).Rsh(maxUint256(), 6)
+	// Few valid nonces: re-verifying them through the stalled mount may take the slot's other
+	// half second by design; this test is about steering's time, not the verification's.
+	required := new(big.Int).Rsh(maxUint256(), 16)
 	var steeringMs []float64
 	worst := time.Duration(-1 << 62)
 	for n := 0; n < 4; n++ {

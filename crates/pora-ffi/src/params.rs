@@ -11,7 +11,7 @@ use pora_core::difficulty::{
     expected_diff, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
     DEFAULT_MINIMUM_DIFF,
 };
-use pora_core::{Address, H256, U256};
+use pora_core::{Address, Input, H256, U256};
 use pora_io::{Method, SimConfig};
 use pora_mine::session::{OpenOptions, ProfileSource};
 use pora_mine::{Find, OnIoError, SlotRequest, MAX_SLOT_LENGTH_MS};
@@ -202,8 +202,10 @@ impl PoraSlotParams {
         };
         let remaining = self.deadline_remaining_ns;
         if remaining == 0 || remaining > MAX_SLOT_LENGTH_MS * 1_000_000 {
+            // Named in the door's words: `deadline_remaining_ns` in C, `SlotLength` in Go.
             return Err(Failure::invalid(format!(
-                "deadline_remaining_ns {remaining}: must be between 1 and {} (PORA_MAX_SLOT_LENGTH_MS in nanoseconds)",
+                "{} {remaining} ns to the deadline: must be between 1 and {} (PORA_MAX_SLOT_LENGTH_MS in nanoseconds)",
+                Input::SlotLength,
                 MAX_SLOT_LENGTH_MS * 1_000_000
             )));
         }

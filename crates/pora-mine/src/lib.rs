@@ -276,7 +276,7 @@ pub fn hash_nonce(
 /// A configured miner over a set of shards and one opened backend factory per device pool.
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
-/// abandoned at its deadline are drained before the next slot starts its clock. Between slots a
+/// abandoned at its deadline are drained before the next slot takes its workers. Between slots a
 /// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
 /// cache changes what reads fastest.
 pub struct Miner {

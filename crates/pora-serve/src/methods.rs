@@ -315,4 +315,33 @@ mod tests {
         assert_eq!(Method::parse("PORA_STATUS"), None);
         assert_eq!(not_found("pora_nope").code, METHOD_NOT_FOUND);
     }
+
+    #[test]
+    fn a_slot_deadline_counts_from_receipt_and_names_its_field() {
+        let received = Instant::now() - Duration::from_millis(300);
+        let deadline = slot_deadline(Some(1000), None, received).unwrap();
+        assert_eq!(deadline, received + Duration::from_millis(1000));
+        assert_eq!(
+            slot_deadline(None, None, received).unwrap(),
+            received + Duration::from_millis(SLOT_LENGTH_MS)
+        );
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        // A wall-clock deadline 2 s after now is 2.3 s after the receipt 300 ms ago.
+        let from_wall = slot_deadline(None, Some(now_ms + 2000), received).unwrap();
+        let after_receipt = from_wall - received;
+        assert!(
+            (2290..=2310).contains(&after_receipt.as_millis()),
+            "{after_receipt:?}"
+        );
+        let both = slot_deadline(Some(1000), Some(now_ms + 2000), received).unwrap_err();
+        assert_eq!(both.code, INVALID_PARAMS);
+        assert!(both.message.contains("deadlineUnixMs"), "{}", both.message);
+        let past = slot_deadline(None, Some(now_ms - 1000), received).unwrap_err();
+        assert!(past.message.contains("deadlineUnixMs"), "{}", past.message);
+        let zero = slot_deadline(Some(0), None, received).unwrap_err();
+        assert!(zero.message.contains("slotMs"), "{}", zero.message);
+    }
 }

@@ -40,7 +40,8 @@ pub struct MineArgs {
     #[arg(long, value_parser = parse_slot_seconds)]
     slot: Option<Duration>,
     /// Slots to mine, on a fixed rhythm: slot k ends k x --slot after the first began, whatever
-    /// the slots before it cost.
+    /// the slots before it cost (a slot that ends early, every nonce tried, lets the next start
+    /// at once, with the time to its own deadline).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     slots: u64,
     #[command(flatten)]

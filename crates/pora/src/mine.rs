@@ -122,7 +122,15 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     let length = args.slot.unwrap_or(SLOT_LENGTH);
     let start = Instant::now();
     for slot in 0..args.slots {
-        let deadline = start + length * u32::try_from(slot + 1).unwrap_or(u32::MAX);
+        let ends_after = u32::try_from(slot + 1)
+            .ok()
+            .and_then(|k| length.checked_mul(k));
+        let Some(deadline) = ends_after.and_then(|d| start.checked_add(d)) else {
+            anyhow::bail!(
+                "--slots {}: slot {slot} would end further out than this system's clock reaches",
+                args.slots
+            );
+        };
         let entered = Instant::now();
         if entered >= deadline {
             eprintln!(

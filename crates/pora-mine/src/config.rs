@@ -59,7 +59,9 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
     Ok(())
 }
 
-/// Refuses an empty nonce range, a deadline that has passed, or one more than a day away.
+/// Refuses an empty nonce range or a deadline more than a day away. A deadline that has already
+/// passed is not an error: that slot ends at once with nothing tried, and its `endLateMs` says
+/// how late it was (the C ABI, the Go package and the service refuse a zero length themselves).
 pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
     let nonces = &request.nonces;
     if nonces.start >= nonces.end {
@@ -70,16 +72,11 @@ pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
             "the range is empty",
         ));
     }
-    let now = Instant::now();
-    if request.deadline <= now {
-        let past = now - request.deadline;
-        return Err(MineError::config(
-            Input::SlotLength,
-            format!("a deadline {:.3} ms ago", past.as_secs_f64() * 1e3),
-            "the slot's deadline has passed before the slot started",
-        ));
-    }
-    let ms = (request.deadline - now).as_secs_f64() * 1000.0;
+    let ms = request
+        .deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        * 1000.0;
     if ms > MAX_SLOT_LENGTH_MS as f64 {
         let why = format!("the deadline must be at most {MAX_SLOT_LENGTH_MS} ms away");
         return Err(MineError::config(

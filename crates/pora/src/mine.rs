@@ -41,7 +41,8 @@ pub struct MineArgs {
     slot: Option<Duration>,
     /// Slots to mine, on a fixed rhythm: slot k ends k x --slot after the first began, whatever
     /// the slots before it cost (a slot that ends early, every nonce tried, lets the next start
-    /// at once, with the time to its own deadline).
+    /// at once, with the time to its own deadline; one whose deadline passed before it started
+    /// is reported with nothing tried).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     slots: u64,
     #[command(flatten)]
@@ -133,11 +134,12 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         };
         let entered = Instant::now();
         if entered >= deadline {
+            // The slot before ran past this slot's whole length: this one is mined with no time
+            // (nothing tried, endLateMs > 0), as es-node would miss it, and the rhythm holds.
             eprintln!(
-                "pora mine: slot {slot} skipped: its deadline passed {:.0} ms before the slot before it ended",
+                "pora mine: slot {slot} has no time: its deadline passed {:.0} ms before the slot before it ended",
                 (entered - deadline).as_secs_f64() * 1e3
             );
-            continue;
         }
         let request = SlotRequest::new(slot_randao(&args, slot))
             .with_entered(entered)

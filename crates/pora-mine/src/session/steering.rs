@@ -196,7 +196,9 @@ impl PoolSide {
         reads_before: Option<u64>,
         cache_reads: Option<CacheReads>,
     ) {
-        if self.steering.is_none() {
+        // A slot that had no time (its deadline passed before it started) says nothing about
+        // the device.
+        if self.steering.is_none() || request.slot_length().is_zero() {
             return;
         }
         let mine: Vec<_> = report

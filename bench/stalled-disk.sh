@@ -5,7 +5,7 @@
 # `pora mine --find all --slot 6 --slots 3 --nonces 0..20000 --on-io-error skip` on a 256 MiB
 # shard, cache dropped before each run. Prints per slot the slot's elapsedSec / nonces tried /
 # workers out of use, when pora's own exit came after its last record (the main thread inside
-# exit_group, or gone: STALLS.md, a thread the server holds cannot be killed, so the reap waits
+# exit_group, or gone: docs/spec/stalls.md, a thread the server holds cannot be killed, so the reap waits
 # for the server), when the process was reaped, and the most threads it had.
 #
 # Usage: bench/stalled-disk.sh [OUT]     (root, /dev/fuse; builds release pora and pora-faultfs)

@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
     params.randao = (PoraBytes){randao, 32};
     params.nonce_start = 17;
     params.nonce_end = 18;
-    params.slot_length_ms = PORA_DEFAULT_SLOT_LENGTH_MS;
+    /* The time left to the caller's deadline, measured right before the call: a whole slot. */
+    params.deadline_remaining_ns = PORA_DEFAULT_SLOT_LENGTH_MS * 1000000ull;
     params.find = PORA_FIND_ALL;
     params.difficulty.kind = PORA_DIFF_KIND_REQUIRED;
     memset(params.difficulty.required_diff, 0xff, 32); /* every nonce valid */

@@ -51,6 +51,9 @@ type ShardSlot struct {
 	NoncesTried uint64  `json:"noncesTried"`
 	MiningPower float64 `json:"miningPower"`
 	ElapsedSec  float64 `json:"elapsedSec"`
+	// EndLateMs is when the answer was built against the caller's deadline, milliseconds:
+	// negative when the slot ended early, at most about 1000 whatever the disk does.
+	EndLateMs   float64 `json:"endLateMs"`
 	SamplesRead uint64  `json:"samplesRead"`
 	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
 	SamplesFromOverlay uint64  `json:"samplesFromOverlay"`
@@ -132,14 +135,6 @@ func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	params, owned, err := req.toC(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		owned.free()
-		C.free(unsafe.Pointer(params))
-	}()
 	id, err := s.handle("mine")
 	if err != nil {
 		return nil, err
@@ -149,6 +144,15 @@ func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, er
 		return nil, err
 	}
 	defer token.free()
+	// The parameters last: their deadline_remaining_ns is measured just before the call.
+	params, owned, err := req.toC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		owned.free()
+		C.free(unsafe.Pointer(params))
+	}()
 	stopWatch := watch(ctx, token)
 	var out C.PoraBuf
 	status := C.pora_mine_slot(id, params, token.id, &out)
@@ -213,15 +217,14 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	if start == 0 && end == 0 {
 		end = DefaultNonces
 	}
+	// The caller's deadline, absolute: the context's, else SlotLength from MineSlot's entry.
 	slot := r.SlotLength
 	if slot == 0 {
 		slot = DefaultSlotLength
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		slot = time.Until(deadline)
-		if slot < time.Millisecond {
-			return nil, cBytes{}, context.DeadlineExceeded
-		}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(slot)
 	}
 	diff, err := r.Difficulty.toC()
 	if err != nil {
@@ -236,11 +239,19 @@ func (r SlotRequest) toC(ctx context.Context) (*C.PoraSlotParams, cBytes, error)
 	p.randao = randao
 	p.nonce_start = C.uint64_t(start)
 	p.nonce_end = C.uint64_t(end)
-	p.slot_length_ms = C.uint64_t(slot / time.Millisecond)
 	p.find = C.uint32_t(r.Find)
 	p.slot_number = C.uint64_t(r.SlotNumber)
 	p.difficulty = diff
 	p.overlay = overlay
+	// Measured last, right before MineSlot's call: pora counts the slot's time (its steering
+	// included) from its entry to this deadline, on one clock.
+	remaining := time.Until(deadline)
+	if remaining < time.Millisecond {
+		owned.free()
+		C.free(unsafe.Pointer(p))
+		return nil, cBytes{}, context.DeadlineExceeded
+	}
+	p.deadline_remaining_ns = C.uint64_t(remaining)
 	return p, owned, nil
 }
 

@@ -87,7 +87,7 @@ func join(v []uint64) string {
 }
 
 // timingFields differ between any two runs; everything else must be equal.
-var timingFields = []string{"elapsedSec", "samplesPerSec", "ioWaitFraction", "cpuBusyFraction", "bottleneck"}
+var timingFields = []string{"elapsedSec", "endLateMs", "samplesPerSec", "ioWaitFraction", "cpuBusyFraction", "bottleneck"}
 
 func withoutTimings(t testing.TB, raw []byte) map[string]interface{} {
 	var m map[string]interface{}

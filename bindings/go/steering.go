@@ -25,7 +25,7 @@ type Steering struct {
 	Exploring bool `json:"exploring"`
 	// SwitchedFrom is the previous slot's method when this slot switched.
 	SwitchedFrom *string `json:"switchedFrom"`
-	// Time spent deciding and switching, before the slot's clock started.
+	// Time spent deciding and switching: the slot's own time, before its workers start.
 	DecisionMs float64 `json:"decisionMs"`
 	SwitchMs   float64 `json:"switchMs"`
 	// Switches and exploring slots of this device so far.

@@ -165,6 +165,9 @@ type ShardSlot struct {
 	NoncesTried uint64  `json:"noncesTried"`
 	MiningPower float64 `json:"miningPower"`
 	ElapsedSec  float64 `json:"elapsedSec"`
+	// EndLateMs is when the answer was built against the caller's deadline, milliseconds:
+	// negative when the slot ended early, at most about 1000 whatever the disk does.
+	EndLateMs   float64 `json:"endLateMs"`
 	SamplesRead uint64  `json:"samplesRead"`
 	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
 	SamplesFromOverlay uint64  `json:"samplesFromOverlay"`
@@ -344,7 +347,7 @@ func (o *Overlay) Close() error {
 	return noLibrary("Overlay.Close")
 }
 
-const ABIVersion = uint32(3)
+const ABIVersion = uint32(4)
 
 type Status int
 

@@ -296,7 +296,7 @@ fn slot_fuzzed(w: &World, input: &mut Input) {
         randao: bytes(randao),
         nonce_start: input.u64(),
         nonce_end: input.u64(),
-        slot_length_ms: input.u64(),
+        deadline_remaining_ns: input.u64(),
         find: input.u32(),
         slot_number: input.u64(),
         difficulty: difficulty(input),

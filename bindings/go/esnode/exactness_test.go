@@ -29,7 +29,7 @@ const (
 
 var testMiner = common.Address{0xe5, 0x0d, 0xe0, 0x0d, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
-// writeDataFile writes an es-node data file (PORA.md's header, random KVs, zero metas) holding
+// writeDataFile writes an es-node data file (docs/spec/algorithm.md's header, random KVs, zero metas) holding
 // shard shard, encoded for miner, and returns its path.
 func writeDataFile(t testing.TB, dir string, shard, kvEntriesBits, kvSizeBits uint64, miner common.Address, seed int64) string {
 	kvs, kvSize := uint64(1)<<kvEntriesBits, uint64(1)<<kvSizeBits

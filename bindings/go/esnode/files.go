@@ -10,7 +10,7 @@ import (
 	"os"
 )
 
-// The data file's header (PORA.md): big-endian u64s from byte 0, the miner at 64.
+// The data file's header (docs/spec/algorithm.md): big-endian u64s from byte 0, the miner at 64.
 const (
 	headerMagic   = 0xcf20bd770c22b2e1
 	headerReadLen = 84

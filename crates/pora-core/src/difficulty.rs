@@ -1,4 +1,4 @@
-//! es-node's difficulty rules on 256-bit integers (PORA.md, "Difficulty and validity").
+//! es-node's difficulty rules on 256-bit integers (docs/spec/algorithm.md, "Difficulty and validity").
 
 use crate::error::{Error, Result};
 use crate::{Input, U256};

@@ -1,4 +1,4 @@
-//! The 4096-byte header of an es-node data file, format version 1 (PORA.md, "The data file").
+//! The 4096-byte header of an es-node data file, format version 1 (docs/spec/algorithm.md, "The data file").
 //!
 //! Parsing never trusts a field: every product of fields is computed with checked arithmetic,
 //! so a corrupt header yields a typed error instead of an overflow, a panic or a huge allocation.
@@ -126,7 +126,7 @@ impl Header {
         Ok(h)
     }
 
-    /// Checks the size rules of PORA.md: powers of two, chunk <= KV, KV-aligned range, and that
+    /// Checks the size rules of docs/spec/algorithm.md: powers of two, chunk <= KV, KV-aligned range, and that
     /// every derived byte offset fits in 64 bits.
     fn validate_geometry(&self, path: &Path) -> Result<()> {
         let bad = |field: &'static str, offset: u64, why: String| Error::BadHeader {

@@ -63,7 +63,7 @@ impl Input {
             Input::Depth => "depth",
             Input::RandomChecks => "random_checks",
             Input::Nonces => "nonces",
-            Input::SlotLength => "slot_length_ms",
+            Input::SlotLength => "deadline_remaining_ns",
             Input::OnIoError => "on_io_error",
             Input::Method => "method",
             Input::BlockSize => "block_size",

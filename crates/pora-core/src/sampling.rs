@@ -1,5 +1,5 @@
 //! es-node's "hashimoto": hash0, the sample index of a hash, the hash chain over
-//! `randomChecks` dependent samples, and the kvIdx / sample-in-KV split (PORA.md, "One nonce").
+//! `randomChecks` dependent samples, and the kvIdx / sample-in-KV split (docs/spec/algorithm.md, "One nonce").
 //!
 //! The mining engine drives [`hash0`], [`SampleGeometry::sample_idx`] and [`hash_step`] from its
 //! own state machine; [`hashimoto`] is the plain single-nonce path used by `pora hash` and to

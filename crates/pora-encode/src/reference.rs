@@ -1,6 +1,6 @@
 //! The reference path: BLOB_POSEIDON written as plainly as possible on ark-ff/ark-bn254, with
 //! light-poseidon's circom constants for width 3 and ark-poly's radix-2 FFT. Slow (generic field
-//! code, dense rounds, one permutation at a time) but easy to check against ENCODING.md line by
+//! code, dense rounds, one permutation at a time) but easy to check against docs/encoding.md line by
 //! line; the fast path is tested against it and derives its own constants from it.
 
 use crate::{PERMUTATIONS_PER_KV, WORDS_PER_KV};

@@ -29,7 +29,7 @@
 
 // Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 // Callers compare [`pora_abi_version`] with the header's value before anything else.
-#define PORA_ABI_VERSION 3
+#define PORA_ABI_VERSION 4
 
 // Length in bytes of a randao (a 32-byte hash).
 #define PORA_RANDAO_LEN 32
@@ -51,8 +51,8 @@
 // es-node's nonces per shard and slot: `nonce_end` when a caller has no other range.
 #define PORA_DEFAULT_NONCES_PER_SLOT 1048576
 
-// es-node's slot length, milliseconds: `PoraSlotParams.slot_length_ms` when a caller has no
-// other.
+// es-node's slot length, milliseconds: a whole slot's `PoraSlotParams.deadline_remaining_ns`
+// is this x 1,000,000.
 #define PORA_DEFAULT_SLOT_LENGTH_MS 12000
 
 // Longest slot one call mines, milliseconds (one day).
@@ -216,9 +216,13 @@ typedef struct PoraSlotParams {
   // Nonces `nonce_start .. nonce_end` (end exclusive, start < end).
   uint64_t nonce_start;
   uint64_t nonce_end;
-  // Slot length from the call, milliseconds (1 ..= `PORA_MAX_SLOT_LENGTH_MS`; es-node's is
-  // `PORA_DEFAULT_SLOT_LENGTH_MS`): no read is issued after it.
-  uint64_t slot_length_ms;
+  // The time from this call's entry to the caller's deadline, nanoseconds, as the caller
+  // measured it immediately before calling (1 ..= `PORA_MAX_SLOT_LENGTH_MS` x 1,000,000; a
+  // whole es-node slot is `PORA_DEFAULT_SLOT_LENGTH_MS` x 1,000,000). The call takes its clock
+  // first, before anything else: deciding the method, switching it and taking the backends
+  // spend the slot's own time, no read is issued after the deadline, and the call returns by
+  // it plus the bounded straggler and verification waits (1 s in all).
+  uint64_t deadline_remaining_ns;
   // A `PoraFind` value.
   uint32_t find;
   // The slot's number, written into each record's `slot` field.
@@ -396,8 +400,11 @@ enum PoraStatus pora_hash(uint64_t handle,
 // Mines one slot on every shard of the set. `cancel` is a token from `pora_cancel_new` (0 for
 // none): cancelling it ends the slot within about 50 ms with partial counts and
 // `"interrupted": true`. `out` holds `{"shards":[...],"ioErrorMessages":[...]}` where each
-// shard record is one line of `pora mine --json`. A second call while a slot runs on the same
-// set returns PORA_STATUS_BUSY at once.
+// shard record is one line of `pora mine --json`, with `endLateMs` (when the answer was built
+// against the caller's deadline, ms, negative = early). The deadline is
+// `params.deadline_remaining_ns` from the call's entry; the call returns by it + 1 s whatever
+// steering or the device does. A second call while a slot runs on the same set returns
+// PORA_STATUS_BUSY at once.
 //
 // # Safety
 // `params` must be null or valid; `out` writable.

@@ -8,8 +8,8 @@ use pora_mine::defaults as mine;
 
 /// es-node's nonces per shard and slot: `nonce_end` when a caller has no other range.
 pub const PORA_DEFAULT_NONCES_PER_SLOT: u64 = 1048576;
-/// es-node's slot length, milliseconds: `PoraSlotParams.slot_length_ms` when a caller has no
-/// other.
+/// es-node's slot length, milliseconds: a whole slot's `PoraSlotParams.deadline_remaining_ns`
+/// is this x 1,000,000.
 pub const PORA_DEFAULT_SLOT_LENGTH_MS: u64 = 12000;
 /// Longest slot one call mines, milliseconds (one day).
 pub const PORA_MAX_SLOT_LENGTH_MS: u64 = 86400000;

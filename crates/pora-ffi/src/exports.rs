@@ -13,6 +13,7 @@ use pora_mine::session::Session;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The ABI version of the loaded library (compare with `PORA_ABI_VERSION` from the header).
 #[no_mangle]
@@ -168,8 +169,11 @@ pub(crate) unsafe fn hash_json(
 /// Mines one slot on every shard of the set. `cancel` is a token from `pora_cancel_new` (0 for
 /// none): cancelling it ends the slot within about 50 ms with partial counts and
 /// `"interrupted": true`. `out` holds `{"shards":[...],"ioErrorMessages":[...]}` where each
-/// shard record is one line of `pora mine --json`. A second call while a slot runs on the same
-/// set returns PORA_STATUS_BUSY at once.
+/// shard record is one line of `pora mine --json`, with `endLateMs` (when the answer was built
+/// against the caller's deadline, ms, negative = early). The deadline is
+/// `params.deadline_remaining_ns` from the call's entry; the call returns by it + 1 s whatever
+/// steering or the device does. A second call while a slot runs on the same set returns
+/// PORA_STATUS_BUSY at once.
 ///
 /// # Safety
 /// `params` must be null or valid; `out` writable.
@@ -180,12 +184,15 @@ pub unsafe extern "C" fn pora_mine_slot(
     cancel: u64,
     out: *mut PoraBuf,
 ) -> PoraStatus {
+    // The caller's deadline is `deadline_remaining_ns` from here: taken first, so nothing this
+    // call does (validation, steering) adds to the slot.
+    let entered = Instant::now();
     guard::call(out, || {
         let set = registry::shards(handle)?;
         let params = params
             .as_ref()
             .ok_or_else(|| Failure::invalid("params: null pointer"))?;
-        let request = params.request()?;
+        let request = params.request(entered)?;
         let stop = match cancel {
             0 => Arc::new(AtomicBool::new(false)),
             id => registry::cancel(id)?,

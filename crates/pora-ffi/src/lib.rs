@@ -54,7 +54,7 @@ pub use params::{
 
 /// Version of this ABI; bumped on any incompatible change to a signature, struct or status.
 /// Callers compare [`pora_abi_version`] with the header's value before anything else.
-pub const PORA_ABI_VERSION: u32 = 3;
+pub const PORA_ABI_VERSION: u32 = 4;
 
 /// Length in bytes of a randao (a 32-byte hash).
 pub const PORA_RANDAO_LEN: usize = 32;

@@ -1,5 +1,5 @@
 //! How the library's messages name the inputs a caller gave: by default the C structs' fields
-//! (`threads`, `slot_length_ms`), or, for the Go package, its fields (`Threads`, `SlotLength`).
+//! (`threads`, `deadline_remaining_ns`), or, for the Go package, its fields (`Threads`, `SlotLength`).
 //! The Go package asks for its names once, at init, with [`pora_name_inputs`].
 
 use crate::buf::PoraBuf;
@@ -74,6 +74,6 @@ mod tests {
         assert_eq!(go_name(Input::Threads), "Threads");
         assert_eq!(go_name(Input::DiffAdjDivisor), "DiffAdjDivisor");
         assert_eq!(go_name(Input::OnIoError), "OnIOError");
-        assert_eq!(c_name(Input::SlotLength), "slot_length_ms");
+        assert_eq!(c_name(Input::SlotLength), "deadline_remaining_ns");
     }
 }

@@ -11,12 +11,12 @@ use pora_core::difficulty::{
     expected_diff, required_diff, DiffParams, DEFAULT_CUTOFF, DEFAULT_DIFF_ADJ_DIVISOR,
     DEFAULT_MINIMUM_DIFF,
 };
-use pora_core::{Address, H256, U256};
+use pora_core::{Address, Input, H256, U256};
 use pora_io::{Method, SimConfig};
 use pora_mine::session::{OpenOptions, ProfileSource};
-use pora_mine::{Find, OnIoError, SlotRequest};
+use pora_mine::{Find, OnIoError, SlotRequest, MAX_SLOT_LENGTH_MS};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Values of `PoraSlotParams.find`.
 #[repr(C)]
@@ -120,9 +120,13 @@ pub struct PoraSlotParams {
     /// Nonces `nonce_start .. nonce_end` (end exclusive, start < end).
     pub nonce_start: u64,
     pub nonce_end: u64,
-    /// Slot length from the call, milliseconds (1 ..= `PORA_MAX_SLOT_LENGTH_MS`; es-node's is
-    /// `PORA_DEFAULT_SLOT_LENGTH_MS`): no read is issued after it.
-    pub slot_length_ms: u64,
+    /// The time from this call's entry to the caller's deadline, nanoseconds, as the caller
+    /// measured it immediately before calling (1 ..= `PORA_MAX_SLOT_LENGTH_MS` x 1,000,000; a
+    /// whole es-node slot is `PORA_DEFAULT_SLOT_LENGTH_MS` x 1,000,000). The call takes its clock
+    /// first, before anything else: deciding the method, switching it and taking the backends
+    /// spend the slot's own time, no read is issued after the deadline, and the call returns by
+    /// it plus the bounded straggler and verification waits (1 s in all).
+    pub deadline_remaining_ns: u64,
     /// A `PoraFind` value.
     pub find: u32,
     /// The slot's number, written into each record's `slot` field.
@@ -181,11 +185,11 @@ impl PoraDifficulty {
 }
 
 impl PoraSlotParams {
-    /// The slot request these parameters describe.
+    /// The slot request these parameters describe, for a call entered at `entered`.
     ///
     /// # Safety
     /// `randao` must be a valid borrowed byte string.
-    pub(crate) unsafe fn request(&self) -> Result<SlotRequest, Failure> {
+    pub(crate) unsafe fn request(&self, entered: Instant) -> Result<SlotRequest, Failure> {
         let find = match self.find {
             0 => Find::First,
             1 => Find::Best,
@@ -196,10 +200,20 @@ impl PoraSlotParams {
                 )))
             }
         };
-        // The nonce range and the slot length are checked by the library, naming these fields.
+        let remaining = self.deadline_remaining_ns;
+        if remaining == 0 || remaining > MAX_SLOT_LENGTH_MS * 1_000_000 {
+            // Named in the door's words: `deadline_remaining_ns` in C, `SlotLength` in Go.
+            return Err(Failure::invalid(format!(
+                "{} {remaining} ns to the deadline: must be between 1 and {} (PORA_MAX_SLOT_LENGTH_MS in nanoseconds)",
+                Input::SlotLength,
+                MAX_SLOT_LENGTH_MS * 1_000_000
+            )));
+        }
+        // The nonce range is checked by the library, naming these fields.
         Ok(SlotRequest::new(randao(&self.randao)?)
+            .with_entered(entered)
+            .with_deadline(entered + Duration::from_nanos(remaining))
             .with_nonces(self.nonce_start..self.nonce_end)
-            .with_slot_length(Duration::from_millis(self.slot_length_ms))
             .with_find(find)
             .with_required_diff(self.difficulty.required()?)
             .with_overlay(crate::registry::overlay_snapshot(self.overlay)?))

@@ -7,6 +7,7 @@ use crate::defaults::{
 };
 use crate::{MineConfig, MineError, SlotRequest};
 use pora_core::Input;
+use std::time::Instant;
 
 /// Refuses every value outside the documented limits.
 pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError> {
@@ -58,7 +59,9 @@ pub fn validate(config: &MineConfig, shard_count: usize) -> Result<(), MineError
     Ok(())
 }
 
-/// Refuses an empty nonce range, or a slot of zero length or longer than a day.
+/// Refuses an empty nonce range or a deadline more than a day away. A deadline that has already
+/// passed is not an error: that slot ends at once with nothing tried, and its `endLateMs` says
+/// how late it was (the C ABI, the Go package and the service refuse a zero length themselves).
 pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
     let nonces = &request.nonces;
     if nonces.start >= nonces.end {
@@ -69,12 +72,16 @@ pub fn validate_request(request: &SlotRequest) -> Result<(), MineError> {
             "the range is empty",
         ));
     }
-    let ms = request.slot_length.as_secs_f64() * 1000.0;
-    if request.slot_length.is_zero() || ms > MAX_SLOT_LENGTH_MS as f64 {
-        let why = format!("must be longer than zero and at most {MAX_SLOT_LENGTH_MS} ms");
+    let ms = request
+        .deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        * 1000.0;
+    if ms > MAX_SLOT_LENGTH_MS as f64 {
+        let why = format!("the deadline must be at most {MAX_SLOT_LENGTH_MS} ms away");
         return Err(MineError::config(
             Input::SlotLength,
-            format!("{ms} ms"),
+            format!("{ms:.0} ms"),
             why,
         ));
     }

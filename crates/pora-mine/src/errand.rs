@@ -1,7 +1,7 @@
 //! Errands: work that can block on a device, done off the slot's path.
 //!
 //! Opening a shard file, closing it, unmapping it, `stat`-ing it or asking the page cache about it
-//! can wait as long as the slowest read the device holds (STALLS.md: on FUSE with the page cache
+//! can wait as long as the slowest read the device holds (docs/spec/stalls.md: on FUSE with the page cache
 //! on, `open()` waits for the lock of any page still being read; a mapping cannot change while a
 //! fault on it waits). A slot promises to end by its deadline plus 1 s whatever the disk does, so
 //! none of that runs on its path: it runs here, on one long-lived thread per owner, started when

@@ -58,7 +58,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Which valid nonces a shard's slot reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -140,8 +140,13 @@ pub struct SlotRequest {
     pub randao: H256,
     /// Nonces of each shard's slot (`0..1_048_576` in production).
     pub nonces: Range<u64>,
-    /// Slot length from the call; no read is issued after it.
-    pub slot_length: Duration,
+    /// When the door took the call: the slot's time (`elapsedSec`) counts from it, steering
+    /// included.
+    pub entered: Instant,
+    /// The caller's deadline: no read is issued after it, and the slot ends by it (plus the
+    /// bounded straggler and verification waits) whatever steering cost. Doors derive it once,
+    /// at entry; nothing inside the slot starts a clock of its own.
+    pub deadline: Instant,
     pub find: Find,
     /// `None`: no nonce is valid (throughput runs such as tune and bench).
     pub required_diff: Option<U256>,
@@ -150,21 +155,37 @@ pub struct SlotRequest {
 }
 
 impl SlotRequest {
-    /// es-node's slot: nonces `0..2^20`, 12 s, stop at the first valid nonce, no difficulty.
+    /// es-node's slot: nonces `0..2^20`, ending 12 s from now, stop at the first valid nonce,
+    /// no difficulty. Entered now.
     pub fn new(randao: H256) -> Self {
+        let entered = Instant::now();
         SlotRequest {
             randao,
             nonces: 0..NONCES_PER_SLOT,
-            slot_length: SLOT_LENGTH,
+            entered,
+            deadline: entered + SLOT_LENGTH,
             find: Find::First,
             required_diff: None,
             overlay: None,
         }
     }
 
+    /// Ends the slot `length` from now (taken when called: a door calls it at entry).
+    pub fn with_slot_length(self, length: Duration) -> Self {
+        self.with_deadline(Instant::now() + length)
+    }
+
+    /// The time from entry to the deadline: the slot's length as the caller gave it.
+    pub fn slot_length(&self) -> Duration {
+        self.deadline.saturating_duration_since(self.entered)
+    }
+
     with_fields! {
+        /// Ends the slot at `deadline`, the caller's (absolute) deadline.
+        with_deadline => deadline: Instant,
+        /// Counts the slot's time from `entered` (the door's receipt of the call).
+        with_entered => entered: Instant,
         with_nonces => nonces: Range<u64>,
-        with_slot_length => slot_length: Duration,
         with_find => find: Find,
         with_required_diff => required_diff: Option<U256>,
         with_overlay => overlay: Option<Arc<Overlay>>,
@@ -255,7 +276,7 @@ pub fn hash_nonce(
 /// A configured miner over a set of shards and one opened backend factory per device pool.
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
-/// abandoned at its deadline are drained before the next slot starts its clock. Between slots a
+/// abandoned at its deadline are drained before the next slot takes its workers. Between slots a
 /// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
 /// cache changes what reads fastest.
 pub struct Miner {

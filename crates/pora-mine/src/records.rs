@@ -11,6 +11,7 @@ use pora_io::host::memory::CacheRoom;
 use pora_io::Method;
 use serde::Serialize;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// One shard's result for one slot: one line of `pora mine --json`. The shard's own counts
 /// ([`ShardSlotReport`]), then how its pool read and what limited the slot.
@@ -21,6 +22,11 @@ pub struct ShardSlotRecord {
     pub slot: u64,
     #[serde(flatten)]
     pub report: ShardSlotReport,
+    /// When the slot ended (its answer was built) against the caller's deadline, milliseconds:
+    /// negative when it ended early (every nonce tried, a nonce found first, a stop), positive
+    /// when late. Measured on the caller's clock from the deadline the door took at entry, so
+    /// steering, stragglers and verification all count.
+    pub end_late_ms: f64,
     pub method: Method,
     pub threads: usize,
     pub depth: usize,
@@ -42,8 +48,13 @@ pub struct ShardSlotRecord {
 impl ShardSlotRecord {
     /// The records of every shard of `report`, slot number `slot`, each mined with its device's
     /// choice among `choices` (one per device: [`crate::session::Session::choices`]); a shard
-    /// no choice names has no record.
-    pub fn from_report(slot: u64, report: &SlotReport, choices: &[Choice]) -> Vec<ShardSlotRecord> {
+    /// no choice names has no record. `end_late_ms`: [`ShardSlotRecord::end_late_ms`].
+    pub fn from_report(
+        slot: u64,
+        report: &SlotReport,
+        choices: &[Choice],
+        end_late_ms: f64,
+    ) -> Vec<ShardSlotRecord> {
         report
             .shards
             .iter()
@@ -52,6 +63,7 @@ impl ShardSlotRecord {
             .map(|(shard, choice)| ShardSlotRecord {
                 slot,
                 report: shard.clone(),
+                end_late_ms,
                 method: choice.method,
                 threads: choice.threads,
                 depth: choice.depth,
@@ -82,11 +94,20 @@ pub struct SlotRecord {
 
 impl SlotRecord {
     /// Slot number `slot` of a session with `choices`: see [`ShardSlotRecord::from_report`].
-    pub fn new(slot: u64, report: &SlotReport, choices: &[Choice]) -> Self {
+    pub fn new(slot: u64, report: &SlotReport, choices: &[Choice], end_late_ms: f64) -> Self {
         SlotRecord {
-            shards: ShardSlotRecord::from_report(slot, report, choices),
+            shards: ShardSlotRecord::from_report(slot, report, choices, end_late_ms),
             io_error_messages: report.io_error_messages.clone(),
         }
+    }
+}
+
+/// `now - deadline` in milliseconds, signed: how late (positive) or early (negative) something
+/// ended against a deadline.
+pub fn late_ms(deadline: Instant, now: Instant) -> f64 {
+    match now.checked_duration_since(deadline) {
+        Some(late) => late.as_secs_f64() * 1e3,
+        None => -(deadline - now).as_secs_f64() * 1e3,
     }
 }
 
@@ -235,7 +256,8 @@ pub struct SteeringRecord {
     pub exploring: bool,
     /// The method of the previous slot when this slot switched.
     pub switched_from: Option<Method>,
-    /// Time spent deciding (facts and model) and switching backends, before the slot's clock.
+    /// Time spent deciding (facts and model) and switching backends: the slot's own time,
+    /// before its workers start.
     pub decision_ms: f64,
     pub switch_ms: f64,
     /// Switches and exploring slots of this device so far.

@@ -1,4 +1,4 @@
-//! One slot: drain what the previous slot abandoned, start the clock, run one scoped thread per
+//! One slot: drain what the previous slot abandoned, run one scoped thread per
 //! worker backend of every device pool, sum their counts, re-verify the nonces to report and
 //! build the report.
 //!
@@ -50,10 +50,10 @@ pub fn mine_slot(
         Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
     };
-    // The slot's clock starts at the call: taking the backends is part of it (bounded: nothing
-    // here opens, closes or waits for the device; see `pool`).
-    let start = Instant::now();
-    let taken = take_workers(&pools, start + request.slot_length, stops);
+    // The slot runs on the caller's clock: its deadline was fixed when the door took the call,
+    // so steering and taking the backends (bounded: nothing here opens, closes or waits for the
+    // device; see `pool`) spend the slot's own time.
+    let taken = take_workers(&pools, request.deadline, stops);
     let short: Vec<String> = taken.iter().filter_map(|t| t.short.clone()).collect();
     let shards = miner.plans.len();
     let overlays = shard_overlays(miner, request)?;
@@ -82,7 +82,7 @@ pub fn mine_slot(
         required: request.required_diff.map(|r| r.to_be_bytes::<32>()),
         find: request.find,
         on_io_error: config.on_io_error,
-        deadline: start + request.slot_length,
+        deadline: request.deadline,
         stop: AtomicBool::new(stopped(stops)),
         abort: AtomicBool::new(false),
     });
@@ -95,7 +95,7 @@ pub fn mine_slot(
         miner,
         request,
         &outcomes,
-        ended - start,
+        ended.saturating_duration_since(request.entered),
         ended.saturating_duration_since(shared.deadline),
     );
     report.io_error_messages.extend(short);

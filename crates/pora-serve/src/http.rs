@@ -25,7 +25,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
 
 /// Tells a running [`Server`] to stop; cheap to clone, callable from any thread (a signal
@@ -209,6 +209,9 @@ fn route(app: &App, method: &Method, path: &str) -> Route {
 }
 
 async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Answer, Infallible> {
+    // A slot's time counts from here, before the body is read: the caller's clock started when
+    // it sent the request.
+    let received = Instant::now();
     if let Some(token) = &app.token {
         if !authorized(req.headers(), token) {
             let mut answer = text(StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n");
@@ -221,7 +224,7 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Answer, Infalli
         }
     }
     let answer = match route(&app, req.method(), req.uri().path()) {
-        Route::Rpc(service) => rpc_answer(&app, &service, req).await,
+        Route::Rpc(service) => rpc_answer(&app, &service, req, received).await,
         Route::Metrics => {
             let mut answer = Response::new(Full::new(Bytes::from(app.metrics().encode())));
             answer.headers_mut().insert(
@@ -246,8 +249,14 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Answer, Infalli
     Ok(answer)
 }
 
-/// Reads the body (size limit, timeout) and answers the JSON-RPC request(s) in it.
-async fn rpc_answer(app: &App, service: &Arc<Service>, req: Request<Incoming>) -> Answer {
+/// Reads the body (size limit, timeout) and answers the JSON-RPC request(s) in it, received at
+/// `received`.
+async fn rpc_answer(
+    app: &App,
+    service: &Arc<Service>,
+    req: Request<Incoming>,
+    received: Instant,
+) -> Answer {
     let limit = app.max_body_bytes;
     let too_large = || {
         rpc_error(
@@ -276,7 +285,7 @@ async fn rpc_answer(app: &App, service: &Arc<Service>, req: Request<Incoming>) -
         Ok(Err(e)) => return rpc_error(StatusCode::BAD_REQUEST, format!("reading the body: {e}")),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    match rpc::handle_body(service, &bytes).await {
+    match rpc::handle_body(service, &bytes, received).await {
         Some(answer) => json(StatusCode::OK, &answer),
         None => text(StatusCode::NO_CONTENT, ""),
     }

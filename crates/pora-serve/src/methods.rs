@@ -14,7 +14,7 @@ use pora_mine::{MAX_SLOT_LENGTH_MS, NONCES_PER_SLOT, SLOT_LENGTH_MS};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The methods the service answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,12 +50,24 @@ impl Method {
     }
 
     /// Reads and checks this method's params: everything a call does before it reaches the
-    /// session. `random_checks` is the samples per nonce the shards were opened with.
+    /// session. `random_checks` is the samples per nonce the shards were opened with. A slot's
+    /// time counts from now: [`Method::parse_params_received`] for a request received earlier.
     pub fn parse_params(self, params: Option<Value>, random_checks: u32) -> Result<Call, RpcError> {
+        self.parse_params_received(params, random_checks, Instant::now())
+    }
+
+    /// [`Method::parse_params`] for a request the service received at `received`: a slot's
+    /// `slotMs` counts from then.
+    pub fn parse_params_received(
+        self,
+        params: Option<Value>,
+        random_checks: u32,
+        received: Instant,
+    ) -> Result<Call, RpcError> {
         let mut params = Params::new(params)?;
         let call = match self {
             Method::Hash => hash_params(&mut params, random_checks)?,
-            Method::MineSlot => mine_slot_params(&mut params, random_checks)?,
+            Method::MineSlot => mine_slot_params(&mut params, random_checks, received)?,
             Method::Cancel => Call::Cancel,
             Method::Status => Call::Status,
         };
@@ -63,9 +75,14 @@ impl Method {
         Ok(call)
     }
 
-    async fn call(self, service: &Arc<Service>, params: Option<Value>) -> Result<Value, RpcError> {
+    async fn call(
+        self,
+        service: &Arc<Service>,
+        params: Option<Value>,
+        received: Instant,
+    ) -> Result<Value, RpcError> {
         let served = service.session().miner().config().random_checks;
-        match self.parse_params(params, served)? {
+        match self.parse_params_received(params, served, received)? {
             Call::Hash {
                 shard,
                 randao,
@@ -99,15 +116,16 @@ pub enum Call {
     Status,
 }
 
-/// Calls the method named `name` with `params`, and counts the call.
+/// Calls the method named `name` with `params`, received at `received`, and counts the call.
 pub async fn call(
     service: &Arc<Service>,
     name: &str,
     params: Option<Value>,
+    received: Instant,
 ) -> Result<Value, RpcError> {
     let method = Method::parse(name);
     let result = match method {
-        Some(method) => method.call(service, params).await,
+        Some(method) => method.call(service, params, received).await,
         None => Err(not_found(name)),
     };
     service
@@ -144,9 +162,15 @@ fn hash_params(params: &mut Params, random_checks: u32) -> Result<Call, RpcError
     })
 }
 
-/// `{randao, nonceStart?, nonceEnd?, requiredDiff? | difficulty + interval ..., find?, slotMs?,
-/// randomChecks?}`; left out, the nonces and the slot length are es-node's.
-fn mine_slot_params(params: &mut Params, random_checks: u32) -> Result<Call, RpcError> {
+/// `{randao, nonceStart?, nonceEnd?, requiredDiff? | difficulty + interval ..., find?,
+/// slotMs? | deadlineUnixMs?, randomChecks?}`; left out, the nonces and the slot length are
+/// es-node's. The slot's deadline is fixed here, from the request's receipt: `slotMs` after it,
+/// or the wall-clock `deadlineUnixMs` as the service's clock read it then.
+fn mine_slot_params(
+    params: &mut Params,
+    random_checks: u32,
+    received: Instant,
+) -> Result<Call, RpcError> {
     let randao = params.h256("randao")?;
     let start = params.opt_quantity("nonceStart")?.unwrap_or(0);
     let end = params.opt_quantity("nonceEnd")?.unwrap_or(NONCES_PER_SLOT);
@@ -157,21 +181,66 @@ fn mine_slot_params(params: &mut Params, random_checks: u32) -> Result<Call, Rpc
         ));
     }
     let find = find(params.opt_str("find")?.as_deref())?;
-    let slot_ms = params.opt_quantity("slotMs")?.unwrap_or(SLOT_LENGTH_MS);
-    if !(1..=MAX_SLOT_LENGTH_MS).contains(&slot_ms) {
-        return Err(RpcError::invalid_param(
-            "slotMs",
-            format!("{slot_ms}: must be between 1 and {MAX_SLOT_LENGTH_MS} milliseconds"),
-        ));
-    }
+    let deadline = slot_deadline(
+        params.opt_quantity("slotMs")?,
+        params.opt_quantity("deadlineUnixMs")?,
+        received,
+    )?;
     check_random_checks(random_checks, params)?;
     let required = params.required_diff()?;
     let request = SlotRequest::new(randao)
+        .with_entered(received)
+        .with_deadline(deadline)
         .with_nonces(start..end)
-        .with_slot_length(Duration::from_millis(slot_ms))
         .with_find(find)
         .with_required_diff(required);
     Ok(Call::MineSlot(Box::new(request)))
+}
+
+/// The slot's deadline from `slotMs` (counted from `received`) or `deadlineUnixMs` (the wall
+/// clock's, converted with the clock as it read at `received`); es-node's slot length when
+/// neither is given.
+fn slot_deadline(
+    slot_ms: Option<u64>,
+    deadline_unix_ms: Option<u64>,
+    received: Instant,
+) -> Result<Instant, RpcError> {
+    let slot_ms = match (slot_ms, deadline_unix_ms) {
+        (Some(_), Some(_)) => {
+            return Err(RpcError::invalid_param(
+                "deadlineUnixMs",
+                "give slotMs or deadlineUnixMs, not both",
+            ))
+        }
+        (Some(ms), None) => {
+            if !(1..=MAX_SLOT_LENGTH_MS).contains(&ms) {
+                return Err(RpcError::invalid_param(
+                    "slotMs",
+                    format!("{ms}: must be between 1 and {MAX_SLOT_LENGTH_MS} milliseconds"),
+                ));
+            }
+            ms
+        }
+        (None, Some(unix_ms)) => {
+            let wall_at_receipt = SystemTime::now()
+                .checked_sub(received.elapsed())
+                .unwrap_or_else(SystemTime::now);
+            let now_ms = wall_at_receipt
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            if unix_ms <= now_ms || unix_ms - now_ms > MAX_SLOT_LENGTH_MS {
+                return Err(RpcError::invalid_param(
+                    "deadlineUnixMs",
+                    format!(
+                        "{unix_ms}: must be after the service's clock at receipt ({now_ms} ms since the Unix epoch) and at most {MAX_SLOT_LENGTH_MS} ms later"
+                    ),
+                ));
+            }
+            unix_ms - now_ms
+        }
+        (None, None) => SLOT_LENGTH_MS,
+    };
+    Ok(received + Duration::from_millis(slot_ms))
 }
 
 /// `find`: which valid nonces a slot reports; es-node's (the first) when left out.
@@ -245,5 +314,34 @@ mod tests {
         assert_eq!(Method::parse("pora_nope"), None);
         assert_eq!(Method::parse("PORA_STATUS"), None);
         assert_eq!(not_found("pora_nope").code, METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn a_slot_deadline_counts_from_receipt_and_names_its_field() {
+        let received = Instant::now() - Duration::from_millis(300);
+        let deadline = slot_deadline(Some(1000), None, received).unwrap();
+        assert_eq!(deadline, received + Duration::from_millis(1000));
+        assert_eq!(
+            slot_deadline(None, None, received).unwrap(),
+            received + Duration::from_millis(SLOT_LENGTH_MS)
+        );
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        // A wall-clock deadline 2 s after now is 2.3 s after the receipt 300 ms ago.
+        let from_wall = slot_deadline(None, Some(now_ms + 2000), received).unwrap();
+        let after_receipt = from_wall - received;
+        assert!(
+            (2290..=2310).contains(&after_receipt.as_millis()),
+            "{after_receipt:?}"
+        );
+        let both = slot_deadline(Some(1000), Some(now_ms + 2000), received).unwrap_err();
+        assert_eq!(both.code, INVALID_PARAMS);
+        assert!(both.message.contains("deadlineUnixMs"), "{}", both.message);
+        let past = slot_deadline(None, Some(now_ms - 1000), received).unwrap_err();
+        assert!(past.message.contains("deadlineUnixMs"), "{}", past.message);
+        let zero = slot_deadline(Some(0), None, received).unwrap_err();
+        assert!(zero.message.contains("slotMs"), "{}", zero.message);
     }
 }

@@ -9,6 +9,7 @@ use crate::methods::Method;
 use crate::service::Service;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Most requests in one batch; a larger batch is answered with one error.
 pub const MAX_BATCH: usize = 100;
@@ -67,12 +68,13 @@ fn parse_body(body: &[u8]) -> Result<Body, Value> {
     Ok(Body::Batch(batch))
 }
 
-/// Answers one HTTP body; `None` when every request was a notification (nothing to send).
-pub async fn handle_body(service: &Arc<Service>, body: &[u8]) -> Option<Value> {
+/// Answers one HTTP body, received at `received` (a slot's time counts from then); `None` when
+/// every request was a notification (nothing to send).
+pub async fn handle_body(service: &Arc<Service>, body: &[u8], received: Instant) -> Option<Value> {
     match parse_body(body) {
         Err(refusal) => Some(refusal),
-        Ok(Body::One(single)) => handle_one(service.clone(), single).await,
-        Ok(Body::Batch(batch)) => handle_batch(service, batch).await,
+        Ok(Body::One(single)) => handle_one(service.clone(), single, received).await,
+        Ok(Body::Batch(batch)) => handle_batch(service, batch, received).await,
     }
 }
 
@@ -106,13 +108,17 @@ pub fn check_body(body: &[u8], random_checks: u32) -> Option<Value> {
     }
 }
 
-async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value> {
+async fn handle_batch(
+    service: &Arc<Service>,
+    batch: Vec<Value>,
+    received: Instant,
+) -> Option<Value> {
     // Run the batch's requests concurrently (a `pora_cancel` next to a `pora_mineSlot` must not
     // wait for the slot), answer in request order.
     let mut tasks = tokio::task::JoinSet::new();
     for (index, request) in batch.into_iter().enumerate() {
         let service = service.clone();
-        tasks.spawn(async move { (index, handle_one(service, request).await) });
+        tasks.spawn(async move { (index, handle_one(service, request, received).await) });
     }
     let mut answers: Vec<(usize, Value)> = Vec::new();
     while let Some(joined) = tasks.join_next().await {
@@ -128,12 +134,12 @@ async fn handle_batch(service: &Arc<Service>, batch: Vec<Value>) -> Option<Value
 }
 
 /// One request object; `None` for a valid notification.
-async fn handle_one(service: Arc<Service>, request: Value) -> Option<Value> {
+async fn handle_one(service: Arc<Service>, request: Value, received: Instant) -> Option<Value> {
     let (id, method, params) = match envelope(request) {
         Ok(parts) => parts,
         Err(refusal) => return Some(*refusal),
     };
-    let result = crate::methods::call(&service, &method, params).await;
+    let result = crate::methods::call(&service, &method, params, received).await;
     id.map(|id| response(id, result))
 }
 

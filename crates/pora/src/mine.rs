@@ -10,7 +10,7 @@ use anyhow::Context;
 use pora_core::keccak::keccak256;
 use pora_core::{Address, H256, U256};
 use pora_mine::records::ShardSlotRecord;
-use pora_mine::session::{Choice, Session};
+use pora_mine::session::{Choice, MinedSlot, Session};
 use pora_mine::{
     Bottleneck, Find, ShardSlotReport, SlotReport, SlotRequest, MAX_SLOT_LENGTH_MS,
     NONCES_PER_SLOT, SLOT_LENGTH,
@@ -18,7 +18,7 @@ use pora_mine::{
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct MineArgs {
@@ -39,7 +39,10 @@ pub struct MineArgs {
     /// Slot length in seconds (no read is issued after it) [default: es-node's, 12].
     #[arg(long, value_parser = parse_slot_seconds)]
     slot: Option<Duration>,
-    /// Slots to mine.
+    /// Slots to mine, on a fixed rhythm: slot k ends k x --slot after the first began, whatever
+    /// the slots before it cost (a slot that ends early, every nonce tried, lets the next start
+    /// at once, with the time to its own deadline; one whose deadline passed before it started
+    /// is reported with nothing tried).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     slots: u64,
     #[command(flatten)]
@@ -115,10 +118,33 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     let required_diff = args.diff.required()?;
     let metrics = crate::serve::start_metrics(args.metrics_listen, &session)?;
     let stop = crate::signals::install("mine");
+    // A fixed rhythm, as es-node's slots come: slot k (0-based) ends at start + (k + 1) x the
+    // slot length, whatever steering, stragglers or verification cost the slot before it.
+    let length = args.slot.unwrap_or(SLOT_LENGTH);
+    let start = Instant::now();
     for slot in 0..args.slots {
+        let ends_after = u32::try_from(slot + 1)
+            .ok()
+            .and_then(|k| length.checked_mul(k));
+        let Some(deadline) = ends_after.and_then(|d| start.checked_add(d)) else {
+            anyhow::bail!(
+                "--slots {}: slot {slot} would end further out than this system's clock reaches",
+                args.slots
+            );
+        };
+        let entered = Instant::now();
+        if entered >= deadline {
+            // The slot before ran past this slot's whole length: this one is mined with no time
+            // (nothing tried, endLateMs > 0), as es-node would miss it, and the rhythm holds.
+            eprintln!(
+                "pora mine: slot {slot} has no time: its deadline passed {:.0} ms before the slot before it ended",
+                (entered - deadline).as_secs_f64() * 1e3
+            );
+        }
         let request = SlotRequest::new(slot_randao(&args, slot))
+            .with_entered(entered)
+            .with_deadline(deadline)
             .with_nonces(args.nonces.clone().unwrap_or(0..NONCES_PER_SLOT))
-            .with_slot_length(args.slot.unwrap_or(SLOT_LENGTH))
             .with_find(args.find)
             .with_required_diff(required_diff);
         if let Some(m) = &metrics {
@@ -131,7 +157,7 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
         if !args.json {
             print_switches(slot, &mined.choices);
         }
-        print_report(slot, &mined.report, &mined.choices, args.find, args.json)?;
+        print_report(slot, &mined, args.find, args.json)?;
         if mined.report.interrupted {
             eprintln!("pora mine: interrupted during slot {slot}; statistics above are partial");
             return Ok(crate::signals::interrupted());
@@ -169,14 +195,10 @@ fn print_switches(slot: u64, choices: &[Choice]) {
     }
 }
 
-fn print_report(
-    slot: u64,
-    report: &SlotReport,
-    choices: &[Choice],
-    find: Find,
-    json: bool,
-) -> anyhow::Result<()> {
-    for record in ShardSlotRecord::from_report(slot, report, choices) {
+fn print_report(slot: u64, mined: &MinedSlot, find: Find, json: bool) -> anyhow::Result<()> {
+    let report = &mined.report;
+    let end_late_ms = mined.end_late_ms();
+    for record in ShardSlotRecord::from_report(slot, report, &mined.choices, end_late_ms) {
         let shard = &record.report;
         if json {
             println!("{}", serde_json::to_string(&record)?);

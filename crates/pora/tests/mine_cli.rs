@@ -78,6 +78,7 @@ fn json_report_has_the_keys_and_the_library_paths_nonces() {
             "noncesTried",
             "miningPower",
             "elapsedSec",
+            "endLateMs",
             "samplesRead",
             "samplesPerSec",
             "method",

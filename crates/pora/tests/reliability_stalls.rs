@@ -4,7 +4,7 @@
 //! a stall that starts mid-slot and one that ends mid-slot — and `pora mine --slots N` runs
 //! through it with every real access method at its default knobs. Checked per run: every slot
 //! ends by its deadline plus the miner's bound, the process's own exit (its main thread's
-//! `exit_group`; STALLS.md: a thread the FUSE server holds cannot be killed, so the reap waits
+//! `exit_group`; docs/spec/stalls.md: a thread the FUSE server holds cannot be killed, so the reap waits
 //! for the server) comes within 1 s of the last record, the backends out of use stay within the
 //! pool's cap (twice its threads) and the process's threads stay bounded, and once the disk
 //! answers again a later slot mines with no read error at full strength.
@@ -267,6 +267,8 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
     let started = Instant::now();
     let (mut max_threads, mut released, mut stalled_mid) = (0u64, false, false);
     let mut last_line_at = None;
+    // When each record appeared, on this test's clock (the caller's).
+    let mut line_times: Vec<Instant> = Vec::new();
     while last_line_at.is_none() {
         assert!(
             started.elapsed() < limit,
@@ -276,6 +278,9 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         );
         max_threads = max_threads.max(proc_threads(pid).unwrap_or(0));
         let done = lines_in(&out).len();
+        while line_times.len() < done {
+            line_times.push(Instant::now());
+        }
         match shape {
             Shape::Held | Shape::HeldWide | Shape::SmallPool
                 if !released && done > RELEASE_AFTER =>
@@ -348,12 +353,12 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         tried_per_slot: Vec::new(),
     };
     for (slot, line) in lines.iter().enumerate() {
-        let elapsed = line["elapsedSec"].as_f64().unwrap();
-        cell.worst_overshoot_sec = cell.worst_overshoot_sec.max(elapsed - shape.slot_sec());
+        let late = slot_end_late_sec(&lines, &line_times, slot, shape.slot_sec());
+        cell.worst_overshoot_sec = cell.worst_overshoot_sec.max(late);
         assert!(
-            elapsed <= shape.slot_sec() + OVERSHOOT_BOUND_SEC,
-            "{tag}: slot {slot} took {elapsed:.2} s past its {} s deadline + {OVERSHOOT_BOUND_SEC} s; stderr: {}",
-            shape.slot_sec(),
+            late <= OVERSHOOT_BOUND_SEC,
+            "{tag}: slot {slot} ended {late:.2} s past its deadline (endLateMs {}, or on this test's clock), past the bound of {OVERSHOOT_BOUND_SEC} s; stderr: {}",
+            line["endLateMs"],
             done.stderr
         );
         assert_found_are_valid(line, intact, EASY_DIFF, 2);
@@ -406,6 +411,19 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         );
     }
     cell
+}
+
+/// How late slot `slot` of a `pora mine --slots` run ended against its deadline, seconds: the
+/// larger of the record's own `endLateMs` and the lateness seen on this test's clock. pora mines
+/// on a fixed rhythm (slot k ends at its start + (k + 1) x the slot length), so slot k's deadline
+/// is slot 0's plus k slot lengths; slot 0's deadline on this clock is when its record appeared
+/// less its `endLateMs` (the only use of pora's clock, and only to place the first deadline).
+fn slot_end_late_sec(lines: &[Value], seen: &[Instant], slot: usize, slot_sec: f64) -> f64 {
+    let own = lines[slot]["endLateMs"].as_f64().expect("endLateMs") / 1e3;
+    let first_late = lines[0]["endLateMs"].as_f64().expect("endLateMs") / 1e3;
+    let since_first = (seen[slot] - seen[0]).as_secs_f64();
+    let on_our_clock = since_first + first_late - slot as f64 * slot_sec;
+    own.max(on_our_clock)
 }
 
 const TABLE_HEAD: &str = "| stall | method | worst slot end past deadline | exit after last slot | reaped after | most workers out of use (threads) | most threads | first full slot after | nonces tried per slot |";
@@ -528,10 +546,13 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
             fs.set_rules("").unwrap();
         }
         let (answered, shard) = mine();
-        let elapsed = shard["elapsedSec"].as_f64().unwrap_or(f64::MAX);
+        // Judged against the caller's deadline (slotMs after the request was sent): pora's own
+        // endLateMs and this test's clock.
+        let end_late = shard["endLateMs"].as_f64().unwrap_or(f64::MAX) / 1e3;
         assert!(
-            elapsed <= 1.0 + OVERSHOOT_BOUND_SEC && answered <= 1.0 + OVERSHOOT_BOUND_SEC + 0.5,
-            "serve slot {n}: elapsedSec {elapsed:.2}, answered after {answered:.2} s: {shard}"
+            end_late <= OVERSHOOT_BOUND_SEC && answered <= 1.0 + OVERSHOOT_BOUND_SEC,
+            "serve slot {n}: endLateMs {:.0}, answered after {answered:.2} s: {shard}",
+            end_late * 1e3
         );
         assert!(
             shard["stuckBackends"].as_u64().unwrap() <= 2 * shard["threads"].as_u64().unwrap(),
@@ -582,4 +603,178 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
     });
     let done = served.finish(Duration::from_secs(60));
     done.assert_no_signal("serve");
+}
+
+/// `pora mine --slots` holds its rhythm when steering waits on the device: `auto` on a mount
+/// whose every request (open, the page-cache facts' open, a switch's opens, each read) is
+/// answered 200 ms late. The facts take 200 ms or their 250 ms budget; a switch
+/// the model asks for waits up to 500 ms for its backends to open; the reads run 200 ms each.
+/// Measured on this test's clock from when each record appears: slot k ends by slot 0's
+/// deadline + k slot lengths + 1 s, and the steering each slot records (its facts and switch
+/// time) is spent inside the slot, not after it.
+#[test]
+fn auto_steering_on_a_stalling_mount_keeps_the_slots_rhythm() {
+    if !fuse_ready("stalls, auto steering rhythm") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (intact, _) = intact_shard(dir.path());
+    let fs = mount(dir.path(), &intact, "rhythm", MountOptions::default());
+    // From the start: slot k + 1 steers right after slot k's record, before this test could
+    // change the rules between them.
+    fs.set_rules("stall 200\n").unwrap();
+    const SLOTS: usize = 5;
+    const SLOT_SEC: f64 = 1.5;
+    let mut cmd = pora();
+    cmd.args([
+        "mine",
+        "--file",
+        s(fs.path()),
+        "--method",
+        "auto",
+        "--randao",
+        RANDAO,
+        "--slot",
+        "1.5",
+        "--slots",
+        "5",
+        "--on-io-error",
+        "skip",
+        "--json",
+    ]);
+    let run = spawn_logged(cmd, dir.path(), "rhythm");
+    let out = dir.path().join("rhythm.out");
+    let limit = Duration::from_secs(60);
+    let started = Instant::now();
+    let mut seen: Vec<Instant> = Vec::new();
+    while seen.len() < SLOTS {
+        assert!(started.elapsed() < limit, "rhythm: {} records", seen.len());
+        let done = lines_in(&out).len();
+        while seen.len() < done {
+            seen.push(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    fs.set_rules("").unwrap();
+    let done = run.finish(limit);
+    done.assert_no_signal("rhythm");
+    assert!(done.status.success(), "rhythm: {}", done.stderr);
+    let lines = done.json_lines();
+    assert_eq!(lines.len(), SLOTS, "{}", done.stderr);
+    // Slot 0 ran to its deadline (a million nonces do not fit in 1.5 s here): its record places
+    // the first deadline on this clock.
+    assert!(
+        lines[0]["endLateMs"].as_f64().unwrap() >= 0.0,
+        "{}",
+        lines[0]
+    );
+    let mut worst = f64::MIN;
+    let mut steering_ms = Vec::new();
+    for (slot, line) in lines.iter().enumerate() {
+        let late = slot_end_late_sec(&lines, &seen, slot, SLOT_SEC);
+        worst = worst.max(late);
+        assert!(
+            late <= 1.0,
+            "rhythm: slot {slot} ended {late:.3} s past the caller's deadline: {line}; stderr: {}",
+            done.stderr
+        );
+        let steering = &line["steering"];
+        steering_ms.push(
+            steering["decisionMs"].as_f64().unwrap() + steering["switchMs"].as_f64().unwrap(),
+        );
+    }
+    // The stalled mount held steering up (facts at least 200 ms late, or their budget) in at
+    // least one slot, and the rhythm above absorbed it.
+    let held = steering_ms.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        held >= 150.0,
+        "rhythm: steering never waited on the stalled mount: {steering_ms:?}"
+    );
+    skip_note!(
+        "auto through a 200 ms stall: steering ms per slot {steering_ms:?}, worst end past the caller's deadline {:+.3} s",
+        worst
+    );
+}
+
+/// `pora_mineSlot` counts the slot from the request's receipt: `pora serve` with `auto` on a
+/// mount whose every request is answered 200 ms late (from the second call on), so steering
+/// waits on the device (the facts' open, a switch's opens). Each answer comes by the caller's
+/// deadline + 1 s on this test's clock: `slotMs` after the request was sent, or the wall-clock
+/// `deadlineUnixMs` it named.
+#[test]
+fn serve_answers_by_the_callers_deadline_while_steering_waits_on_a_stalling_mount() {
+    if !fuse_ready("stalls, pora_mineSlot deadline") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (intact, _) = intact_shard(dir.path());
+    let fs = mount(
+        dir.path(),
+        &intact,
+        "serve-deadline",
+        MountOptions::default(),
+    );
+    fs.set_rules("").unwrap();
+    let mut cmd = pora();
+    cmd.args([
+        "serve",
+        "--file",
+        s(fs.path()),
+        "--listen",
+        "127.0.0.1:0",
+        "--method",
+        "auto",
+        "--on-io-error",
+        "skip",
+    ]);
+    let mut served = spawn_logged(cmd, dir.path(), "serve-deadline");
+    let addr = served_address(&mut served, dir.path(), "serve-deadline");
+    let agent = http_agent(Duration::from_secs(30));
+    const SLOT_MS: u64 = 1500;
+    let mut steering_ms = Vec::new();
+    let mut worst = f64::MIN;
+    for n in 0..4u64 {
+        if n == 1 {
+            fs.set_rules("stall 200\n").unwrap();
+        }
+        let sent = Instant::now();
+        let mut params = serde_json::json!({ "randao": RANDAO });
+        if n == 3 {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64;
+            params["deadlineUnixMs"] = (now_ms + SLOT_MS).into();
+        } else {
+            params["slotMs"] = SLOT_MS.into();
+        }
+        let (_, answer) = rpc_call(&agent, &addr, n, "pora_mineSlot", &params);
+        let late = sent.elapsed().as_secs_f64() - SLOT_MS as f64 / 1e3;
+        let shard = &answer["result"]["shards"][0];
+        let end_late_ms = shard["endLateMs"].as_f64().unwrap_or(f64::MAX);
+        // deadlineUnixMs is whole milliseconds of the wall clock: 2 ms of slack for its rounding.
+        assert!(
+            late <= 1.0 && end_late_ms <= 1000.0 && end_late_ms <= late * 1e3 + 2.0,
+            "call {n}: answered {late:.3} s past the caller's deadline, endLateMs {end_late_ms}: {answer}"
+        );
+        worst = worst.max(late);
+        let steering = &shard["steering"];
+        steering_ms.push(
+            steering["decisionMs"].as_f64().unwrap() + steering["switchMs"].as_f64().unwrap(),
+        );
+    }
+    fs.set_rules("").unwrap();
+    let held = steering_ms[1..].iter().cloned().fold(0.0, f64::max);
+    assert!(
+        held >= 150.0,
+        "serve: steering never waited on the stalled mount: {steering_ms:?} ms"
+    );
+    served.signal(libc::SIGTERM);
+    let done = served.finish(Duration::from_secs(60));
+    done.assert_no_signal("serve-deadline");
+    skip_note!(
+        "pora_mineSlot, auto through a 200 ms stall: steering ms per call {steering_ms:?}, worst answer past the caller's deadline {worst:+.3} s"
+    );
 }

@@ -21,8 +21,9 @@ const RANDAO: &str = "0x22222222222222222222222222222222222222222222222222222222
 /// 2^246: about one nonce in 1024 is valid.
 const REQUIRED: &str = "0x0040000000000000000000000000000000000000000000000000000000000000";
 /// Fields of a slot record that measure time rather than what was mined.
-const TIMING_FIELDS: [&str; 5] = [
+const TIMING_FIELDS: [&str; 6] = [
     "elapsedSec",
+    "endLateMs",
     "samplesPerSec",
     "ioWaitFraction",
     "cpuBusyFraction",

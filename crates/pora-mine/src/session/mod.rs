@@ -34,6 +34,7 @@ use pora_core::{H256, U256};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, TryLockError};
+use std::time::Instant;
 use steering::{cache_room, PoolSide, SlotFacts};
 
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
@@ -63,6 +64,8 @@ pub struct MinedSlot {
     pub report: SlotReport,
     /// One per device, in the miner's shard order.
     pub choices: Vec<Choice>,
+    /// The caller's deadline the slot ran to (the request's).
+    pub deadline: Instant,
 }
 
 impl MinedSlot {
@@ -71,9 +74,16 @@ impl MinedSlot {
         self.record_numbered(self.slot)
     }
 
-    /// The JSON record of this slot, numbered `slot` by a caller that counts its own.
+    /// The JSON record of this slot, numbered `slot` by a caller that counts its own; its
+    /// `endLateMs` is measured now, when the answer is built.
     pub fn record_numbered(&self, slot: u64) -> SlotRecord {
-        SlotRecord::new(slot, &self.report, &self.choices)
+        SlotRecord::new(slot, &self.report, &self.choices, self.end_late_ms())
+    }
+
+    /// How late (positive) or early (negative) the slot's answer is against the caller's
+    /// deadline, milliseconds, as of now.
+    pub fn end_late_ms(&self) -> f64 {
+        crate::records::late_ms(self.deadline, Instant::now())
     }
 }
 
@@ -177,8 +187,8 @@ impl Session {
         &self.notes
     }
 
-    /// Mines one slot: decides each `auto` device's method (facts, model, switch: before the
-    /// slot's clock starts, each bounded), mines until every nonce is tried, the slot's time
+    /// Mines one slot by the request's deadline (the caller's, fixed at entry): decides each
+    /// `auto` device's method (facts, model, switch: each bounded, on the slot's own time), mines until every nonce is tried, the slot's time
     /// passes, `stop` is set or [`Session::cancel`] is called, and learns from it. A second call
     /// while one runs returns [`MineError::Busy`] at once.
     pub fn mine_slot(
@@ -237,6 +247,7 @@ impl Session {
             slot,
             report,
             choices,
+            deadline: request.deadline,
         })
     }
 

@@ -4,9 +4,11 @@
 //!
 //! The facts a decision needs (how much of the shard the page cache holds) and the backends a
 //! switch opens touch the shard's files, and on a stalled device that waits as long as its
-//! slowest read (stalls.md). They run on this device's errand thread within a budget: a fact that
+//! slowest read (docs/spec/stalls.md). They run on this device's errand thread within a budget: a fact that
 //! does not come in time is decided without (the model's own estimate), a switch that cannot
-//! open in time is not made this slot.
+//! open in time is not made this slot. The budgets are the slot's own time: the slot's deadline
+//! is the caller's, fixed before steering, so a slow decision shortens the mining, never
+//! lengthens the slot, and no budget runs past the deadline.
 
 use crate::defaults::available_cpus;
 use crate::errand::Errands;
@@ -57,9 +59,9 @@ impl PoolSide {
         }
         let started = Instant::now();
         let request = facts.request;
-        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes);
-        // The slot's deadline (until the request carries its caller's absolute deadline).
-        let probed = self.probe(started + request.slot_length, cached);
+        let facts_wait = FACTS_WAIT.min(request.deadline.saturating_duration_since(started));
+        let cached = bounded_cached_fraction(&self.errands, &self.paths, self.bytes, facts_wait);
+        let probed = self.probe(request.deadline, cached);
         let steering = self.steering.as_mut().expect("steered pool");
         let observation = observe(
             self.bytes,
@@ -69,14 +71,18 @@ impl PoolSide {
             (request.nonces.end - request.nonces.start) as f64
                 * f64::from(facts.random_checks)
                 * self.choice.shards.len() as f64,
-            request.slot_length.as_secs_f64(),
+            // The time the slot has left to mine in, as of this decision.
+            request
+                .deadline
+                .saturating_duration_since(Instant::now())
+                .as_secs_f64(),
         );
         let previous = steering.current();
         let mut decision = steering.decide(&observation);
         let decided = started.elapsed();
         let mut switched_from = None;
         if decision.candidate != previous {
-            match self.switch(miner, index, decision.candidate) {
+            match self.switch(miner, index, decision.candidate, request.deadline) {
                 Ok(io) => {
                     self.choice.io = io;
                     switched_from = Some(previous.method);
@@ -183,14 +189,21 @@ impl PoolSide {
     }
 
     /// Switches pool `index` to `to`: a backend set kept from earlier, else one opened on the
-    /// errand thread within [`SWITCH_WAIT`]. Returns the new factory's description.
-    fn switch(&mut self, miner: &Miner, index: usize, to: Candidate) -> Result<String, Refused> {
+    /// errand thread within [`SWITCH_WAIT`] and before `deadline`. Returns the new factory's
+    /// description.
+    fn switch(
+        &mut self,
+        miner: &Miner,
+        index: usize,
+        to: Candidate,
+        deadline: Instant,
+    ) -> Result<String, Refused> {
         let kept = self.parked.iter().position(|p| {
             p.method() == to.method && p.threads == to.threads && p.depth == to.depth
         });
         let io = match kept {
             Some(i) => self.parked.swap_remove(i),
-            None => self.open_candidate(to)?,
+            None => self.open_candidate(to, deadline)?,
         };
         let describe = io.factory().describe();
         match miner.swap_io(index, io) {
@@ -205,13 +218,14 @@ impl PoolSide {
         }
     }
 
-    fn open_candidate(&self, to: Candidate) -> Result<PoolIo, Refused> {
+    fn open_candidate(&self, to: Candidate, deadline: Instant) -> Result<PoolIo, Refused> {
         let config = IoConfig {
             method: to.method,
             ..self.io.clone()
         };
         let paths = self.paths.clone();
-        let opened = self.errands.ask(SWITCH_WAIT, move || {
+        let wait = SWITCH_WAIT.min(deadline.saturating_duration_since(Instant::now()));
+        let opened = self.errands.ask(wait, move || {
             let factory = pora_io::open(&paths, &config).map_err(|source| MineError::Open {
                 method: to.method,
                 source,
@@ -226,8 +240,8 @@ impl PoolSide {
             }),
             None => Err(Refused {
                 why: format!(
-                    "opening its backends took over {} ms, or the device is still busy with an earlier errand",
-                    SWITCH_WAIT.as_millis()
+                    "opening its backends took over {} ms (the switch's budget, or the slot's time left), or the device is still busy with an earlier errand",
+                    wait.as_millis()
                 ),
                 permanent: false,
             }),
@@ -244,7 +258,9 @@ impl PoolSide {
         reads_before: Option<u64>,
         cache_reads: Option<CacheReads>,
     ) {
-        if self.steering.is_none() {
+        // A slot that had no time (its deadline passed before it started) says nothing about
+        // the device.
+        if self.steering.is_none() || request.slot_length().is_zero() {
             return;
         }
         let mine: Vec<_> = report
@@ -260,7 +276,7 @@ impl PoolSide {
             .map(|s| s.samples_read.saturating_sub(s.samples_from_overlay))
             .sum();
         let mining_power = mine.iter().map(|s| s.mining_power).sum::<f64>() / mine.len() as f64;
-        let slot_sec = request.slot_length.as_secs_f64();
+        let slot_sec = request.slot_length().as_secs_f64();
         let device_reads = match (reads_before, self.device_reads()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
@@ -274,7 +290,12 @@ impl PoolSide {
                 && report.elapsed_sec >= 0.5 * slot_sec,
             device_reads,
             cache_hit_ratio: cache_reads.and_then(CacheReads::hit_ratio),
-            cached_fraction_end: bounded_cached_fraction(&self.errands, &self.paths, self.bytes),
+            cached_fraction_end: bounded_cached_fraction(
+                &self.errands,
+                &self.paths,
+                self.bytes,
+                FACTS_WAIT.min(end_budget(request.deadline)),
+            ),
             cpus: available_cpus() as f64,
         };
         let Some(steering) = self.steering.as_mut() else {
@@ -331,13 +352,26 @@ pub(crate) fn cached_fraction(paths: &[PathBuf], bytes: u64) -> Option<f64> {
     Some(cached as f64 / bytes.max(1) as f64)
 }
 
-/// [`cached_fraction`] asked on `errands` within [`FACTS_WAIT`]: `None` when the files do not
-/// answer in time.
-fn bounded_cached_fraction(errands: &Errands, paths: &[PathBuf], bytes: u64) -> Option<f64> {
+/// [`cached_fraction`] asked on `errands` within `within`: `None` when the files do not answer
+/// in time.
+fn bounded_cached_fraction(
+    errands: &Errands,
+    paths: &[PathBuf],
+    bytes: u64,
+    within: Duration,
+) -> Option<f64> {
     let paths = paths.to_vec();
     errands
-        .ask(FACTS_WAIT, move || cached_fraction(&paths, bytes))
+        .ask(within, move || cached_fraction(&paths, bytes))
         .flatten()
+}
+
+/// What is left, after a slot with `deadline`, of the bound it ends by (the deadline plus
+/// [`crate::slot::STRAGGLER_WAIT`] and [`crate::slot::VERIFY_WAIT`]): learning from the slot
+/// waits no longer, so the caller still has its answer within that bound.
+fn end_budget(deadline: Instant) -> Duration {
+    (deadline + crate::slot::STRAGGLER_WAIT + crate::slot::VERIFY_WAIT)
+        .saturating_duration_since(Instant::now())
 }
 
 /// The memory the page cache can grow into, where the OS tells.

@@ -129,7 +129,7 @@ owners_ok() { # every tar entry is 0/0
     bad="$(tar -tvzf "$1" | grep -v ' 0/0 ' || true)"
     [ -z "$bad" ] || { echo "not owned by 0/0: $bad"; return 1; }
 }
-static_file_ok() { file "$1" && file "$1" | grep -qE 'statically linked|static-pie linked'; }
+static_file_ok() { file "$1" && grep -qE 'statically linked|static-pie linked' <<<"$(file "$1")"; }
 static_ldd_ok() {
     local out
     out="$(ldd "$1" 2>&1 || true)"
@@ -259,7 +259,7 @@ go_targets_ok() { # TARGETS.txt names each library the archive holds, with its t
             QUICK*) [ -n "$GO_SUFFIX" ] || { echo "$dir: a QUICK library in the release build"; return 1; } ;;
             *) echo "$dir: no profile column ('$profile')"; return 1 ;;
         esac
-        grep -qF "$target" "$GM/BUILDINFO.txt" && grep -F "$target" "$GM/BUILDINFO.txt" | grep -qF "$profile" \
+        grep -qF "$target" "$GM/BUILDINFO.txt" && grep -F "$target" "$GM/BUILDINFO.txt" | grep -F "$profile" >/dev/null \
             || { echo "BUILDINFO.txt does not name $target's profile $profile"; return 1; }
         n=$((n + 1))
     done <"$GM/TARGETS.txt"
@@ -275,7 +275,7 @@ go_layout_ok() { # the module's sources, pora.h, a .pc per library, no test file
     [ ! -e "$GM/lib/sim" ] || { echo "the archive carries the tests' sim library"; return 1; }
     local dir
     for dir in $(cd "$GM/lib" && ls); do
-        PKG_CONFIG_PATH="$GM/pkgconfig" pkg-config --libs "pora-$dir" | grep -q "lib/$dir/libpora_ffi.a" || { echo "pkgconfig/pora-$dir.pc does not name lib/$dir/libpora_ffi.a"; return 1; }
+        PKG_CONFIG_PATH="$GM/pkgconfig" pkg-config --libs "pora-$dir" | grep "lib/$dir/libpora_ffi.a" >/dev/null || { echo "pkgconfig/pora-$dir.pc does not name lib/$dir/libpora_ffi.a"; return 1; }
     done
 }
 check "go.tar.gz: TARGETS.txt lists every library with its size, SHA-256 and profile (BUILDINFO.txt too)" go_targets_ok
@@ -287,16 +287,19 @@ PROXY_TGZ="$ROOT/dist/pora-$VERSION$GO_SUFFIX-goproxy.tar.gz"
 tar -xzf "$PROXY_TGZ" -C "$G" || fail "cannot extract $PROXY_TGZ"
 GP="$G/pora-$VERSION$GO_SUFFIX-goproxy"
 goproxy_layout_ok() { # list, .info, .mod, .zip (the libraries inside, under module@version/), GOSUM.txt
-    local v="$GP/$MODULE/@v" ver="v$VERSION" dir
+    local v="$GP/$MODULE/@v" ver="v$VERSION" dir entries
     [ "$(cat "$v/list")" = "$ver" ] || { echo "@v/list is not $ver"; return 1; }
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["Version"]==sys.argv[2] and d["Time"].endswith("Z"), d' "$v/$ver.info" "$ver" || return 1
     cmp -s "$v/$ver.mod" "$GM/go.mod" || { echo "$ver.mod is not the module's go.mod"; return 1; }
+    # The listing is read once into a variable: `unzip -Z1 | grep -q` under pipefail fails at random
+    # when grep exits on its match while unzip still writes (SIGPIPE, 141), as CI met once.
+    entries="$(unzip -Z1 "$v/$ver.zip")" || { echo "unzip -Z1 $ver.zip failed"; return 1; }
     for dir in $(cd "$GM" && find lib -name libpora_ffi.a); do
-        unzip -Z1 "$v/$ver.zip" | grep -qx "$MODULE@$ver/$dir" || { echo "the zip has no $dir"; return 1; }
+        grep -qx "$MODULE@$ver/$dir" <<<"$entries" || { echo "the zip has no $dir"; return 1; }
     done
-    ! unzip -Z1 "$v/$ver.zip" | grep -v "^$MODULE@$ver/" || { echo "zip entries outside $MODULE@$ver/"; return 1; }
+    ! grep -v "^$MODULE@$ver/" <<<"$entries" || { echo "zip entries outside $MODULE@$ver/"; return 1; }
     [ "$(wc -l <"$GP/GOSUM.txt")" = 2 ] && grep -q "^$MODULE $ver h1:" "$GP/GOSUM.txt" || { echo "GOSUM.txt has not the two h1 lines"; return 1; }
-    echo "$(unzip -Z1 "$v/$ver.zip" | grep -c '/libpora_ffi\.a$') libraries in $ver.zip"
+    echo "$(grep -c '/libpora_ffi\.a$' <<<"$entries") libraries in $ver.zip"
 }
 check "goproxy.tar.gz: @v/list, .info, .mod, .zip with every library under $MODULE@v$VERSION/, GOSUM.txt" goproxy_layout_ok
 

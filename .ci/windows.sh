@@ -32,7 +32,7 @@ command -v wine >/dev/null || fail "wine not found after install"
 step "rustup target add $WIN_TARGET ${MAC_TARGETS[*]}"
 rustup target add "$WIN_TARGET" "${MAC_TARGETS[@]}" || fail "rustup target add failed"
 for t in "$WIN_TARGET" "${MAC_TARGETS[@]}"; do
-    rustup target list --installed | grep -qx "$t" || fail "Rust target $t is not installed"
+    grep -qx "$t" <<<"$(rustup target list --installed)" || fail "Rust target $t is not installed"
 done
 
 # --- Wine prefix and the bcryptprimitives.dll stand-in (shared with bench/wine-keccak.sh) ---

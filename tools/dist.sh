@@ -97,7 +97,7 @@ done
 for tool in cargo rustc git python3 tar gzip sha256sum strings; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (strings: apt-get install binutils)"
 done
-tar --version 2>/dev/null | grep -q 'GNU tar' || fail "tar is not GNU tar (needs --sort=name)"
+grep -q 'GNU tar' <<<"$(tar --version 2>/dev/null)" || fail "tar is not GNU tar (needs --sort=name)"
 SYSROOT="$(rustc --print sysroot)" || fail "rustc --print sysroot failed"
 LLVM_BIN="$SYSROOT/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 OBJCOPY="$LLVM_BIN/llvm-objcopy"

@@ -108,7 +108,7 @@ GNU_OBJCOPY=0
 if [ ! -x "$OBJCOPY" ]; then
     if command -v llvm-objcopy >/dev/null; then
         OBJCOPY="$(command -v llvm-objcopy)"
-    elif command -v objcopy >/dev/null && objcopy --version 2>/dev/null | grep -q '^GNU objcopy'; then
+    elif command -v objcopy >/dev/null && grep -q '^GNU objcopy' <<<"$(objcopy --version 2>/dev/null)"; then
         OBJCOPY="$(command -v objcopy)" GNU_OBJCOPY=1
     else
         fail "nothing strips the library: run 'rustup component add llvm-tools' (or install binutils/llvm)"

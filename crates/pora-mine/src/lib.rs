@@ -51,13 +51,12 @@ pub use overlay::Overlay;
 pub use pool::{Pool, PoolIo};
 pub use worker::MAX_RETRIES;
 
-use pool::PoolState;
 use pora_core::{Address, Input, NonceProof, ShardSet, H256, U256};
 use pora_io::BackendFactory;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Which valid nonces a shard's slot reports.
@@ -279,20 +278,34 @@ pub fn hash_nonce(
 /// abandoned at its deadline are drained before the next slot takes its workers. Between slots a
 /// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
 /// cache changes what reads fastest.
+///
+/// One slot at a time: [`Miner::begin_slot`] is the one place that checks a slot's request and
+/// takes the pools' lock (a second caller gets [`MineError::Busy`]). [`Miner::mine_slot`] and
+/// [`session::Session::mine_slot`] (every door's way in, which steers while it holds the lock)
+/// both go through it.
 pub struct Miner {
-    shards: Vec<ShardSet>,
-    config: MineConfig,
-    /// The pools with their backends (also the "one slot at a time" lock).
+    /// What every slot reads (shards, plans, files, verifier): the slot's own data. Declared
+    /// before `pools` so that the verifier is put away before the pools close.
+    data: slot::SlotData,
+    /// The pools, one per device, each with its reading side and (in a session) the device's
+    /// steering: the only per-pool list. Its lock is the "one slot at a time" lock.
     pools: Mutex<Vec<PoolState>>,
-    plans: Vec<plan::ShardPlan>,
-    /// Index of each shard's first file in [`Miner::paths`].
-    file_bases: Vec<u32>,
-    paths: Vec<PathBuf>,
-    /// `None` only while the miner is being dropped.
-    verifier: Mutex<Option<verify::Verifier>>,
-    /// The thread the verifier reads on, and closes its files on (`slot.rs`).
-    verify_errands: errand::Errands,
 }
+
+/// A pool as the miner holds it: its reading side, where its shards and files sit in the
+/// miner's lists, and, in a session, the device's side (its choice and `auto`'s steering).
+pub(crate) struct PoolState {
+    pub io: PoolIo,
+    /// The pool's shards (indices into the miner's shards).
+    pub shards: Range<usize>,
+    /// Index in [`Miner::paths`] of the pool's first file: the factory's file 0.
+    pub first_file: u32,
+    /// `None` for a miner built directly ([`Miner::new`]); a session sets every pool's.
+    pub side: Option<session::PoolSide>,
+}
+
+/// The pools as the one-slot lock holds them.
+pub(crate) type SlotLock<'a> = MutexGuard<'a, Vec<PoolState>>;
 
 impl Miner {
     /// The file list the factory must be opened over: every shard's files, in shard order.
@@ -323,36 +336,15 @@ impl Miner {
         pools: Vec<Pool>,
         config: MineConfig,
     ) -> Result<Miner, MineError> {
-        let paths = Miner::paths(&shards);
-        if paths.len() > u32::MAX as usize {
-            return Err(MineError::config(
-                Input::Files,
-                paths.len(),
-                "too many files",
-            ));
+        if shards.is_empty() {
+            // The same "no shard" message as a single pool gets, before any file is opened.
+            config::validate(&config, 0)?;
         }
-        let mut file_bases = Vec::with_capacity(shards.len());
-        let mut next = 0u32;
-        for shard in &shards {
-            file_bases.push(next);
-            next += shard.files.len() as u32;
-        }
-        let pools = pool_states(pools, &file_bases, &config)?;
-        let plans = shards
-            .iter()
-            .zip(&file_bases)
-            .map(|(s, &base)| plan::ShardPlan::new(s, base, config.miner))
-            .collect();
-        let verifier = verify::Verifier::new(paths.clone())?;
+        let data = slot::SlotData::new(shards, config)?;
+        let pools = pool_states(pools, &data.file_bases, &data.config)?;
         Ok(Miner {
-            verifier: Mutex::new(Some(verifier)),
-            verify_errands: errand::Errands::new("pora-verifier"),
-            shards,
-            config,
+            data,
             pools: Mutex::new(pools),
-            plans,
-            file_bases,
-            paths,
         })
     }
 
@@ -361,11 +353,7 @@ impl Miner {
     /// Between slots only: [`MineError::Busy`] while a slot runs. A slot's results never depend
     /// on the reading side, only its speed does.
     pub fn swap_io(&self, pool: usize, io: PoolIo) -> Result<PoolIo, MineError> {
-        let mut pools = match self.pools.try_lock() {
-            Ok(guard) => guard,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Err(MineError::Busy),
-        };
+        let mut pools = self.lock_slot()?;
         let count = pools.len();
         let state = pools.get_mut(pool).ok_or_else(|| {
             MineError::config(
@@ -374,17 +362,49 @@ impl Miner {
                 format!("the miner has {count}"),
             )
         })?;
-        let knobs = MineConfig {
-            threads: io.threads,
-            depth: io.depth,
-            ..self.config.clone()
-        };
-        config::validate(&knobs, state.shards.len())?;
-        let old = std::mem::replace(&mut state.io, io);
-        Ok(old)
+        swap_checked(&mut state.io, io, state.shards.len(), self.config())
     }
 
-    fn lock_pools(&self) -> std::sync::MutexGuard<'_, Vec<PoolState>> {
+    /// The one-slot lock: [`MineError::Busy`] at once while a slot (or a switch) holds it. The
+    /// only such guard: [`Miner::begin_slot`] and [`Miner::swap_io`] take it here.
+    fn lock_slot(&self) -> Result<SlotLock<'_>, MineError> {
+        match self.pools.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(MineError::Busy),
+        }
+    }
+
+    /// The way into a slot: checks `request` (the only check of it) and takes the one-slot
+    /// lock. The slot runs with the pools the lock holds ([`Miner::run_slot`]).
+    pub(crate) fn begin_slot(&self, request: &SlotRequest) -> Result<SlotLock<'_>, MineError> {
+        config::validate_request(request)?;
+        self.lock_slot()
+    }
+
+    /// Mines one slot with `pools` (from [`Miner::begin_slot`]), stopped by whichever of `stops`
+    /// is set first.
+    pub(crate) fn run_slot(
+        &self,
+        pools: &[PoolState],
+        request: &SlotRequest,
+        stops: &[&AtomicBool],
+    ) -> Result<SlotReport, MineError> {
+        slot::mine_slot(&self.data, pools, request, stops)
+    }
+
+    /// Sets each pool's session side, in pool order (when a session opens).
+    pub(crate) fn set_sides(&mut self, sides: Vec<session::PoolSide>) {
+        let pools = self
+            .pools
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (pool, side) in pools.iter_mut().zip(sides) {
+            pool.side = Some(side);
+        }
+    }
+
+    fn lock_pools(&self) -> MutexGuard<'_, Vec<PoolState>> {
         self.pools
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -392,7 +412,7 @@ impl Miner {
 
     /// The configuration this miner runs with.
     pub fn config(&self) -> &MineConfig {
-        &self.config
+        &self.data.config
     }
 
     /// The reads pool `pool`'s backends have classified as cache hits or not, cumulative, where
@@ -425,73 +445,42 @@ impl Miner {
         nonce: u64,
         overlay: &Overlay,
     ) -> Result<NonceProof, MineError> {
-        let s = self
-            .plans
-            .iter()
-            .position(|p| p.shard_idx == shard_idx)
-            .ok_or(MineError::UnknownShard(shard_idx))?;
-        let mut guard = self
-            .verifier
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
-        let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
-        let view = overlay.for_shard(&shard.geometry)?;
-        let checks = self.config.random_checks;
-        verifier
-            .proof(shard, plan, base, checks, randao, nonce, &view)?
-            .map_err(verify::Unconfirmed::into_sample_error)
+        self.data.hash(shard_idx, randao, nonce, overlay)
     }
 
     /// The shards this miner mines, in report order.
     pub fn shards(&self) -> &[ShardSet] {
-        &self.shards
+        &self.data.shards
     }
 
-    /// Mines one slot for every shard, until all nonces are tried, the slot time passes or
-    /// `stop` is set. A second call while one runs returns [`MineError::Busy`] at once.
+    /// Mines one slot for every shard, with no steering (the engine as tune and the tests drive
+    /// it), until all nonces are tried, the slot time passes or `stop` is set. A second call
+    /// while one runs returns [`MineError::Busy`] at once.
     pub fn mine_slot(
         &self,
         request: &SlotRequest,
         stop: &AtomicBool,
     ) -> Result<SlotReport, MineError> {
-        self.mine_slot_until(request, &[stop])
-    }
-
-    /// [`Miner::mine_slot`] stopped by whichever of `stops` is set first.
-    pub fn mine_slot_until(
-        &self,
-        request: &SlotRequest,
-        stops: &[&AtomicBool],
-    ) -> Result<SlotReport, MineError> {
-        config::validate_request(request)?;
-        slot::mine_slot(self, request, stops)
+        let pools = self.begin_slot(request)?;
+        self.run_slot(&pools, request, &[stop])
     }
 }
 
-/// How long dropping a miner waits for the verifier's files to close: closing a file of a
-/// stalled disk waits for the device (FUSE flushes on close), and `Close`, `pora serve`'s stop
-/// and process exit must not. A healthy disk closes long before this, so callers see the usual
-/// synchronous close.
-const CLOSE_WAIT: Duration = Duration::from_millis(200);
-
-impl Drop for Miner {
-    /// The pools' workers end on their own threads and their files close on their errand
-    /// threads (`pool.rs`); the verifier's close on its own.
-    fn drop(&mut self) {
-        let verifier = self
-            .verifier
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if cfg!(windows) {
-            // Windows refuses to delete a file a handle holds: close on the caller's thread
-            // (as a pool does there, pool.rs).
-            drop(verifier);
-        } else {
-            self.verify_errands.dispose(verifier, CLOSE_WAIT);
-        }
-    }
+/// Replaces `current` with `io` after checking `io`'s threads and depth for a pool of `shards`
+/// shards; returns the replaced reading side.
+pub(crate) fn swap_checked(
+    current: &mut PoolIo,
+    io: PoolIo,
+    shards: usize,
+    config: &MineConfig,
+) -> Result<PoolIo, MineError> {
+    let knobs = MineConfig {
+        threads: io.threads,
+        depth: io.depth,
+        ..config.clone()
+    };
+    config::validate(&knobs, shards)?;
+    Ok(std::mem::replace(current, io))
 }
 
 /// Checks that `pools` partition the shards in order and that each pool's threads and depth are
@@ -501,10 +490,6 @@ fn pool_states(
     file_bases: &[u32],
     config: &MineConfig,
 ) -> Result<Vec<PoolState>, MineError> {
-    if file_bases.is_empty() {
-        // The same "no shard" message as a single pool gets.
-        config::validate(config, 0)?;
-    }
     let mut states = Vec::with_capacity(pools.len());
     let mut start = 0usize;
     for pool in pools {
@@ -527,6 +512,7 @@ fn pool_states(
             io: PoolIo::open(pool.factory, pool.threads, pool.depth)?,
             shards,
             first_file,
+            side: None,
         });
     }
     if start != file_bases.len() {

@@ -24,7 +24,6 @@ use crate::worker::{self, Assignment, Published, SlotShared, WorkerOutcome};
 use crate::MineError;
 use pora_io::{Backend, BackendFactory};
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
@@ -504,16 +503,6 @@ fn serve_jobs(mut backend: Box<dyn Backend>, jobs: Receiver<Job>, shelf: Weak<Sh
 /// Waits until the kernel has given back every read of `backend` (off every slot's path).
 fn drain(backend: &mut dyn Backend) {
     while backend.in_flight() > 0 && !backend.cancel_all(DRAIN_STEP).is_idle() {}
-}
-
-/// A pool as the miner holds it: its reading side and where its shards and files sit in the
-/// miner's lists.
-pub(crate) struct PoolState {
-    pub io: PoolIo,
-    /// The pool's shards (indices into the miner's shards).
-    pub shards: Range<usize>,
-    /// Index in [`crate::Miner::paths`] of the pool's first file: the factory's file 0.
-    pub first_file: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -7,20 +7,24 @@
 //! verification recomputes the nonce from the bytes on disk now (the bytes a proof will use),
 //! reports it only if it is still valid, and counts it in `changedDuringSlot`.
 
+use crate::errand::Errands;
 use crate::lanes::Hash0Prefix;
 use crate::overlay::ShardOverlay;
-use crate::pool::{Handoff, PoolState, Reply, SlotJob, WorkerThread};
+use crate::plan::ShardPlan;
+use crate::pool::{Handoff, Reply, SlotJob, WorkerThread};
 use crate::verify::{Unconfirmed, Verifier};
 use crate::worker::{
     Assignment, End, Published, ShardTally, SlotShared, ValidNonce, WorkerOutcome,
 };
 use crate::{
-    Bottleneck, Find, MineError, Miner, OnIoError, ShardSlotReport, SlotReport, SlotRequest,
+    Bottleneck, Find, MineConfig, MineError, OnIoError, Overlay, PoolState, ShardSlotReport,
+    SlotReport, SlotRequest,
 };
 use pora_core::difficulty::meets;
-use pora_core::NonceProof;
+use pora_core::{Input, NonceProof, ShardSet, H256};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError, TryLockError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long past its deadline (or past a stop, or another worker's failure) a slot waits for a
@@ -38,25 +42,135 @@ const MAX_CLAIM_BLOCK: u64 = 64;
 /// Read-error messages kept in a report.
 const MAX_REPORTED_MESSAGES: usize = 16;
 
-pub fn mine_slot(
-    miner: &Miner,
+/// How long dropping a miner waits for the verifier's files to close: closing a file of a
+/// stalled disk waits for the device (FUSE flushes on close), and `Close`, `pora serve`'s stop
+/// and process exit must not. A healthy disk closes long before this, so callers see the usual
+/// synchronous close.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
+
+/// What every slot of a miner reads, fixed when the miner is built: the shards, their plans and
+/// files, the knobs, and the verifier that re-reads the nonces a slot reports. The pools (the
+/// reading side, which a switch replaces) are not here: a slot gets them from the one-slot lock.
+pub(crate) struct SlotData {
+    pub shards: Vec<ShardSet>,
+    pub config: MineConfig,
+    pub plans: Vec<ShardPlan>,
+    /// Index of each shard's first file in `paths`.
+    pub file_bases: Vec<u32>,
+    /// Every shard's files, in shard order ([`crate::Miner::paths`]).
+    pub paths: Vec<PathBuf>,
+    /// `None` only while the miner is being dropped.
+    verifier: Mutex<Option<Verifier>>,
+    /// The thread the verifier reads on, and closes its files on.
+    verify_errands: Errands,
+}
+
+impl SlotData {
+    /// Plans the shards and opens the verifier over their files (read-only).
+    pub fn new(shards: Vec<ShardSet>, config: MineConfig) -> Result<SlotData, MineError> {
+        let paths = crate::Miner::paths(&shards);
+        if paths.len() > u32::MAX as usize {
+            return Err(MineError::config(
+                Input::Files,
+                paths.len(),
+                "too many files",
+            ));
+        }
+        let mut file_bases = Vec::with_capacity(shards.len());
+        let mut next = 0u32;
+        for shard in &shards {
+            file_bases.push(next);
+            next += shard.files.len() as u32;
+        }
+        let plans = shards
+            .iter()
+            .zip(&file_bases)
+            .map(|(s, &base)| ShardPlan::new(s, base, config.miner))
+            .collect();
+        let verifier = Verifier::new(paths.clone())?;
+        Ok(SlotData {
+            verifier: Mutex::new(Some(verifier)),
+            verify_errands: Errands::new("pora-verifier"),
+            shards,
+            config,
+            plans,
+            file_bases,
+            paths,
+        })
+    }
+
+    /// One nonce of shard `shard_idx` through the plain single-nonce path, the samples of
+    /// `overlay`'s KVs taken from memory.
+    pub fn hash(
+        &self,
+        shard_idx: u64,
+        randao: &H256,
+        nonce: u64,
+        overlay: &Overlay,
+    ) -> Result<NonceProof, MineError> {
+        let s = self
+            .plans
+            .iter()
+            .position(|p| p.shard_idx == shard_idx)
+            .ok_or(MineError::UnknownShard(shard_idx))?;
+        let mut guard = self.verifier.lock().unwrap_or_else(PoisonError::into_inner);
+        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
+        let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
+        let view = overlay.for_shard(&shard.geometry)?;
+        let checks = self.config.random_checks;
+        verifier
+            .proof(shard, plan, base, checks, randao, nonce, &view)?
+            .map_err(Unconfirmed::into_sample_error)
+    }
+}
+
+impl Drop for SlotData {
+    /// The verifier's files close on its errand thread, within [`CLOSE_WAIT`] (the pools' close
+    /// on theirs, `pool.rs`).
+    fn drop(&mut self) {
+        let verifier = self
+            .verifier
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if cfg!(windows) {
+            // Windows refuses to delete a file a handle holds: close on the caller's thread
+            // (as a pool does there, pool.rs).
+            drop(verifier);
+        } else {
+            self.verify_errands.dispose(verifier, CLOSE_WAIT);
+        }
+    }
+}
+
+/// What worker `index` of `pool` mines: the pool's shards and files, its depth.
+fn assignment(pool: &PoolState, index: usize) -> Assignment {
+    Assignment {
+        shards: pool.shards.clone(),
+        first_file: pool.first_file,
+        inline_reads: pool.io.factory().capabilities().completes_inline,
+        depth: pool.io.depth,
+        index,
+    }
+}
+
+/// Mines one slot with `pools`, the miner's pools as its one-slot lock holds them (the caller
+/// has checked the request and holds the lock: see [`crate::Miner::begin_slot`]).
+pub(crate) fn mine_slot(
+    data: &SlotData,
+    pools: &[PoolState],
     request: &SlotRequest,
     stops: &[&AtomicBool],
 ) -> Result<SlotReport, MineError> {
-    let config = &miner.config;
+    let config = &data.config;
     let randao = &request.randao;
-    let pools = match miner.pools.try_lock() {
-        Ok(guard) => guard,
-        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
-    };
     // The slot runs on the caller's clock: its deadline was fixed when the door took the call,
     // so steering and taking the backends (bounded: nothing here opens, closes or waits for the
     // device; see `pool`) spend the slot's own time.
     let taken = take_workers(&pools, request.deadline, stops);
     let short: Vec<String> = taken.iter().filter_map(|t| t.short.clone()).collect();
-    let shards = miner.plans.len();
-    let overlays = shard_overlays(miner, request)?;
+    let shards = data.plans.len();
+    let overlays = shard_overlays(data, request)?;
     let nonce_count = request.nonces.end - request.nonces.start;
     let chains: u64 = pools
         .iter()
@@ -65,13 +179,13 @@ pub fn mine_slot(
         .sum::<u64>()
         .max(1);
     let shared = Arc::new(SlotShared {
-        plans: miner.plans.clone(),
-        prefixes: miner
+        plans: data.plans.clone(),
+        prefixes: data
             .plans
             .iter()
             .map(|p| p.prefix(randao))
             .collect::<Vec<Hash0Prefix>>(),
-        paths: miner.paths.clone(),
+        paths: data.paths.clone(),
         overlays,
         nonces: request.nonces.clone(),
         claimed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
@@ -86,13 +200,12 @@ pub fn mine_slot(
         stop: AtomicBool::new(stopped(stops)),
         abort: AtomicBool::new(false),
     });
-    let (results, stragglers) = run_workers(miner, &pools[..], taken, &shared, stops);
+    let (results, stragglers) = run_workers(data, pools, taken, &shared, stops);
     let ended = Instant::now();
     let stuck_backends = pools.iter().map(|p| p.io.stuck() as u64).sum();
-    drop(pools);
     let outcomes = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut report = summarize(
-        miner,
+        data,
         request,
         &outcomes,
         ended.saturating_duration_since(request.entered),
@@ -100,7 +213,7 @@ pub fn mine_slot(
     );
     report.io_error_messages.extend(short);
     report.io_error_messages.extend(stragglers);
-    attach_found(miner, request, &outcomes, &shared, &mut report)?;
+    attach_found(data, request, &outcomes, &shared, &mut report)?;
     report.leaked_backends = pora_io::leaked_backends();
     report.stuck_backends = stuck_backends;
     Ok(report)
@@ -149,7 +262,7 @@ struct Started {
 /// Nothing here starts a thread, opens, closes or joins anything that waits for the device.
 /// Returns the outcomes and one message per worker left behind.
 fn run_workers(
-    miner: &Miner,
+    data: &SlotData,
     pools: &[PoolState],
     taken: Vec<crate::pool::Taken>,
     shared: &Arc<SlotShared>,
@@ -181,7 +294,7 @@ fn run_workers(
         // read's nonce) is not.
         let published =
             std::mem::take(&mut *s.published.lock().unwrap_or_else(PoisonError::into_inner));
-        results.push(Ok(published.into_outcome(miner.plans.len())));
+        results.push(Ok(published.into_outcome(data.plans.len())));
         messages.push(format!(
             "worker {} of pool {} ({}) was still inside a read {} ms after the slot's end: left behind; it comes back to the pool when the read returns; its counts up to that read are kept",
             s.index,
@@ -221,7 +334,7 @@ fn hand_out_jobs(
             let (published, handoff) = (Arc::new(Mutex::new(Published::default())), Handoff::new());
             let job = SlotJob {
                 shared: shared.clone(),
-                assignment: Assignment::new(pool, i),
+                assignment: assignment(pool, i),
                 published: published.clone(),
                 handoff: handoff.clone(),
                 reply: reply.clone(),
@@ -299,9 +412,8 @@ fn collect(
 }
 
 /// Each shard's part of the request's overlay (empty views without one).
-fn shard_overlays(miner: &Miner, request: &SlotRequest) -> Result<Vec<ShardOverlay>, MineError> {
-    miner
-        .shards
+fn shard_overlays(data: &SlotData, request: &SlotRequest) -> Result<Vec<ShardOverlay>, MineError> {
+    data.shards
         .iter()
         .map(|shard| match &request.overlay {
             Some(overlay) => overlay.for_shard(&shard.geometry),
@@ -311,7 +423,7 @@ fn shard_overlays(miner: &Miner, request: &SlotRequest) -> Result<Vec<ShardOverl
 }
 
 fn summarize(
-    miner: &Miner,
+    data: &SlotData,
     request: &SlotRequest,
     outcomes: &[WorkerOutcome],
     elapsed: Duration,
@@ -319,7 +431,7 @@ fn summarize(
 ) -> SlotReport {
     let nonce_limit = request.nonces.end - request.nonces.start;
     let elapsed_sec = elapsed.as_secs_f64();
-    let shards = miner
+    let shards = data
         .plans
         .iter()
         .enumerate()
@@ -437,17 +549,17 @@ enum Verified {
 /// candidate not verified by then (a hung disk) is withheld, never reported unverified, and the
 /// miner keeps a fork of the verifier (same open files) for the next slot.
 fn attach_found(
-    miner: &Miner,
+    data: &SlotData,
     request: &SlotRequest,
     outcomes: &[WorkerOutcome],
     shared: &Arc<SlotShared>,
     report: &mut SlotReport,
 ) -> Result<(), MineError> {
     let candidates = candidates_to_verify(report.shards.len(), request.find, outcomes);
-    let stop_on_error = miner.config.on_io_error == OnIoError::Stop;
+    let stop_on_error = data.config.on_io_error == OnIoError::Stop;
     // The last slot's verification may be just past its answer: a moment to clear.
     if !candidates.iter().all(Vec::is_empty)
-        && !miner.verify_errands.free_within(Duration::from_millis(100))
+        && !data.verify_errands.free_within(Duration::from_millis(100))
     {
         report.io_error_messages.push(held_verifier());
         return Ok(());
@@ -455,25 +567,22 @@ fn attach_found(
     if candidates.iter().all(Vec::is_empty) {
         return Ok(());
     }
-    let mut guard = miner
-        .verifier
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mut guard = data.verifier.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(kept) = guard.as_ref() else {
         return Err(MineError::Busy);
     };
     let fork = kept.fork();
     let verifier = guard.replace(fork).expect("checked above");
     let job = VerifyJob {
-        shards: miner.shards.clone(),
-        plans: miner.plans.clone(),
-        bases: miner.file_bases.clone(),
-        checks: miner.config.random_checks,
+        shards: data.shards.clone(),
+        plans: data.plans.clone(),
+        bases: data.file_bases.clone(),
+        checks: data.config.random_checks,
         request: request.clone(),
         stop_on_error,
         shared: shared.clone(),
     };
-    let Some(rx) = job.start(&miner.verify_errands, verifier, candidates) else {
+    let Some(rx) = job.start(&data.verify_errands, verifier, candidates) else {
         report.io_error_messages.push(held_verifier());
         return Ok(());
     };

@@ -32,7 +32,7 @@
 use crate::lanes::{step_block, to_bytes, Block, Hash0Prefix, Lanes};
 use crate::overlay::ShardOverlay;
 use crate::plan::ShardPlan;
-use crate::{Find, MineError, OnIoError, PoolState};
+use crate::{Find, MineError, OnIoError};
 use pora_core::keccak::keccak256_padded_blocks;
 use pora_io::{Backend, Completion, ReadError, SampleRead};
 use std::ops::Range;
@@ -86,18 +86,6 @@ pub struct Assignment {
     pub depth: usize,
     /// This worker's number within its pool.
     pub index: usize,
-}
-
-impl Assignment {
-    pub fn new(pool: &PoolState, index: usize) -> Self {
-        Assignment {
-            shards: pool.shards.clone(),
-            first_file: pool.first_file,
-            inline_reads: pool.io.factory().capabilities().completes_inline,
-            depth: pool.io.depth,
-            index,
-        }
-    }
 }
 
 /// What a worker has counted so far, published after every batch, so that a slot that leaves

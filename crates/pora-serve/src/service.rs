@@ -137,13 +137,11 @@ impl Service {
     }
 
     fn run_slot(&self, request: &SlotRequest) -> Result<SlotRecord, ServiceError> {
-        if self.session.slot_running() {
-            return Err(ServiceError::SlotRunning);
-        }
         self.metrics.slot_started();
         let mined = match self.session.mine_slot(request, &self.shutdown) {
             Ok(mined) => mined,
-            // Another call took the session's lock in between: its slot keeps the gauge at 1.
+            // A slot runs (the session's one-slot lock is the only guard): it keeps the gauge
+            // at 1 and records its own end.
             Err(MineError::Busy) => return Err(ServiceError::SlotRunning),
             Err(e) => {
                 self.metrics.record_slot_error();

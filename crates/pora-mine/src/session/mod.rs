@@ -28,22 +28,22 @@ pub use options::{OpenOptions, ProfileSource};
 
 use crate::devices;
 use crate::records::{HashRecord, SessionRecord, SlotRecord};
-use crate::{MineConfig, MineError, Miner, SlotReport, SlotRequest};
+use crate::{swap_checked, MineConfig, MineError, Miner, PoolState, SlotReport, SlotRequest};
 use open::{open_device, total_file_bytes};
 use pora_core::{H256, U256};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError, TryLockError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
-use steering::{cache_room, PoolSide, SlotFacts};
+pub(crate) use steering::PoolSide;
+use steering::{cache_room, SlotFacts};
 
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
 /// (a profile that was found stale, say).
 pub struct Session {
+    /// Its pools carry each device's side ([`PoolSide`]): the one per-pool list, whose lock is
+    /// the one "one slot at a time" ([`Miner::begin_slot`]); doors do not keep their own.
     miner: Miner,
-    /// Per pool, in the miner's order; its lock is the session's "one slot at a time", the only
-    /// one: doors do not keep their own.
-    pools: Mutex<Vec<PoolSide>>,
     /// The pools' choices as of the last slot, readable while a slot runs (`pora_status`).
     published: Mutex<Vec<Choice>>,
     /// Set by [`Session::cancel`]: the running slot stops; cleared when a slot starts.
@@ -134,11 +134,12 @@ impl Session {
             .with_random_checks(options.random_checks)
             .with_on_io_error(options.on_io_error)
             .with_miner(options.miner);
-        let miner = Miner::with_pools(ordered, pools, config)?;
+        let mut miner = Miner::with_pools(ordered, pools, config)?;
+        let published = Mutex::new(sides.iter().map(|s| s.choice.clone()).collect());
+        miner.set_sides(sides);
         Ok(Session {
             miner,
-            published: Mutex::new(sides.iter().map(|s| s.choice.clone()).collect()),
-            pools: Mutex::new(sides),
+            published,
             notes,
             session_bytes,
             cancel: AtomicBool::new(false),
@@ -206,39 +207,51 @@ impl Session {
         request: &SlotRequest,
         stops: &[&AtomicBool],
     ) -> Result<MinedSlot, MineError> {
-        crate::config::validate_request(request)?;
-        let mut pools = match self.pools.try_lock() {
-            Ok(guard) => guard,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return Err(MineError::Busy),
-        };
+        let mut pools = self.miner.begin_slot(request)?;
         self.cancel.store(false, Ordering::Release);
         let slot = self.slots_started.fetch_add(1, Ordering::AcqRel);
         let _running = Running::start(&self.running);
-        let steered = pools.iter().any(|p| p.steering.is_some());
+        let steered = pools
+            .iter()
+            .any(|p| p.side.as_ref().is_some_and(|s| s.steering.is_some()));
         let room = if steered { cache_room() } else { None };
+        let config = self.miner.config();
         let facts = SlotFacts {
             request,
-            random_checks: self.miner.config().random_checks,
+            random_checks: config.random_checks,
             room: room.as_ref(),
             session_bytes: self.session_bytes,
         };
         let mut reads_before = Vec::with_capacity(pools.len());
-        for (index, side) in pools.iter_mut().enumerate() {
-            side.steer(&self.miner, index, &facts);
-            reads_before.push((side.device_reads(), self.miner.cache_reads(index)));
+        for pool in pools.iter_mut() {
+            let PoolState {
+                io, shards, side, ..
+            } = pool;
+            let Some(side) = side.as_mut() else {
+                reads_before.push((None, None));
+                continue;
+            };
+            let shards = shards.len();
+            side.steer(&mut |new| swap_checked(io, new, shards, config), &facts);
+            reads_before.push((side.device_reads(), io.factory().cache_reads()));
         }
         let mut all_stops = stops.to_vec();
         all_stops.push(&self.cancel);
-        let report = self.miner.mine_slot_until(request, &all_stops)?;
-        for (index, (side, before)) in pools.iter_mut().zip(reads_before).enumerate() {
-            let cache_reads = match (before.1, self.miner.cache_reads(index)) {
+        let report = self.miner.run_slot(&pools, request, &all_stops)?;
+        for (pool, before) in pools.iter_mut().zip(reads_before) {
+            let cache_reads = match (before.1, pool.io.factory().cache_reads()) {
                 (Some(a), Some(b)) => Some(b.since(a)),
                 _ => None,
             };
-            side.learn(&report, request, before.0, cache_reads);
+            if let Some(side) = pool.side.as_mut() {
+                side.learn(&report, request, before.0, cache_reads);
+            }
         }
-        let choices: Vec<Choice> = pools.iter().map(|p| p.choice.clone()).collect();
+        let choices: Vec<Choice> = pools
+            .iter()
+            .filter_map(|p| p.side.as_ref().map(|s| s.choice.clone()))
+            .collect();
+        drop(pools);
         *self
             .published
             .lock()

@@ -15,7 +15,7 @@ use crate::errand::Errands;
 use crate::records::{Choice, SteeringRecord};
 use crate::steer::model::ReadPath;
 use crate::steer::{probe, Candidate, Observation, SlotOutcome, Steering};
-use crate::{MineError, Miner, PoolIo, SlotReport, SlotRequest};
+use crate::{MineError, PoolIo, SlotReport, SlotRequest};
 use pora_io::host::block_device::BlockDevice;
 use pora_io::host::memory::CacheRoom;
 use pora_io::{CacheReads, IoConfig};
@@ -42,6 +42,10 @@ pub(crate) struct PoolSide {
     pub errands: Errands,
 }
 
+/// Puts a reading side in the pool being steered and gives back the one it had (the slot's
+/// lock is held: no other slot or switch runs).
+pub(crate) type Swap<'a> = &'a mut dyn FnMut(PoolIo) -> Result<PoolIo, MineError>;
+
 /// What a slot of the whole session asks of each device's decision.
 pub(crate) struct SlotFacts<'a> {
     pub request: &'a SlotRequest,
@@ -52,8 +56,9 @@ pub(crate) struct SlotFacts<'a> {
 }
 
 impl PoolSide {
-    /// Decides this pool's method for the slot and switches pool `index` of `miner` to it.
-    pub fn steer(&mut self, miner: &Miner, index: usize, facts: &SlotFacts<'_>) {
+    /// Decides this pool's method for the slot and switches the pool to it through `swap`
+    /// (which puts a reading side in the pool and gives back the one it had).
+    pub fn steer(&mut self, swap: Swap<'_>, facts: &SlotFacts<'_>) {
         if self.steering.is_none() {
             return;
         }
@@ -82,7 +87,7 @@ impl PoolSide {
         let decided = started.elapsed();
         let mut switched_from = None;
         if decision.candidate != previous {
-            match self.switch(miner, index, decision.candidate, request.deadline) {
+            match self.switch(swap, decision.candidate, request.deadline) {
                 Ok(io) => {
                     self.choice.io = io;
                     switched_from = Some(previous.method);
@@ -188,13 +193,12 @@ impl PoolSide {
         ))
     }
 
-    /// Switches pool `index` to `to`: a backend set kept from earlier, else one opened on the
+    /// Switches the pool to `to`: a backend set kept from earlier, else one opened on the
     /// errand thread within [`SWITCH_WAIT`] and before `deadline`. Returns the new factory's
     /// description.
     fn switch(
         &mut self,
-        miner: &Miner,
-        index: usize,
+        swap: Swap<'_>,
         to: Candidate,
         deadline: Instant,
     ) -> Result<String, Refused> {
@@ -206,7 +210,7 @@ impl PoolSide {
             None => self.open_candidate(to, deadline)?,
         };
         let describe = io.factory().describe();
-        match miner.swap_io(index, io) {
+        match swap(io) {
             Ok(old) => {
                 self.parked.push(old);
                 Ok(describe)

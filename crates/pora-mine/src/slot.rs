@@ -167,7 +167,7 @@ pub(crate) fn mine_slot(
     // The slot runs on the caller's clock: its deadline was fixed when the door took the call,
     // so steering and taking the backends (bounded: nothing here opens, closes or waits for the
     // device; see `pool`) spend the slot's own time.
-    let taken = take_workers(&pools, request.deadline, stops);
+    let taken = take_workers(pools, request.deadline, stops);
     let short: Vec<String> = taken.iter().filter_map(|t| t.short.clone()).collect();
     let shards = data.plans.len();
     let overlays = shard_overlays(data, request)?;

@@ -47,7 +47,7 @@ pub struct ShardSlotRecord {
 
 impl ShardSlotRecord {
     /// The records of every shard of `report`, slot number `slot`, each mined with its device's
-    /// choice among `choices` (one per device: [`crate::session::Session::choices`]); a shard
+    /// choice among `choices` (one per device: `Session::choices`); a shard
     /// no choice names has no record. `end_late_ms`: [`ShardSlotRecord::end_late_ms`].
     pub fn from_report(
         slot: u64,

@@ -118,7 +118,7 @@ func newMineFlags(fs *flag.FlagSet) *mineFlags {
 	m.seed = fs.Uint64("seed", 1, "seed of --random-randao")
 	m.nonces = fs.String("nonces", fmt.Sprintf("0..%d", porago.DefaultNonces), "nonces of each shard's slot, A..B (B exclusive)")
 	m.slotSec = fs.String("slot", fmt.Sprint(porago.DefaultSlotLength.Seconds()), "slot length in seconds")
-	m.slots = fs.Uint64("slots", 1, "slots to mine")
+	m.slots = fs.Uint64("slots", 1, "slots to mine, on a fixed rhythm: slot k ends k+1 slot lengths after the first began")
 	m.diffs = addDiffFlags(fs)
 	m.find = fs.String("find", "first", "which valid nonces to report: first, best or all")
 	m.checks = fs.Int("random-checks", porago.DefaultRandomChecks, "samples per nonce")
@@ -205,16 +205,36 @@ func runMine(args []string) error {
 	}
 	ctx, stop := interruptContext()
 	defer stop()
+	// A fixed rhythm, as pora mine --slots and es-node's slots: slot k (0-based) ends at
+	// begun + (k+1) x the slot length, whatever steering, stragglers or verification cost the
+	// slot before it. Each slot gets that absolute deadline, never a length started anew.
+	begun := time.Now()
 	for slot := uint64(0); slot < *m.slots; slot++ {
 		randao := m.randao.val
 		if *m.randomRandao {
 			randao = randomRandao(*m.seed, slot)
 		}
-		slotCtx, cancel := context.WithTimeout(ctx, slotLen)
+		if slot+1 > uint64(math.MaxInt64/int64(slotLen)) {
+			return fmt.Errorf("--slots %d: slot %d would end further out than this system's clock reaches", *m.slots, slot)
+		}
+		deadline := begun.Add(time.Duration(slot+1) * slotLen)
+		if late := time.Since(deadline); late >= 0 {
+			// The slot before ran past this slot's whole length: this one has no time, as
+			// es-node would miss it, and the rhythm holds (pora mine prints a record with
+			// nothing tried; the Go API refuses a deadline already past).
+			fmt.Fprintf(os.Stderr, "porago mine: slot %d has no time: its deadline passed %.0f ms before the slot before it ended\n", slot, late.Seconds()*1e3)
+			continue
+		}
+		slotCtx, cancel := context.WithDeadline(ctx, deadline)
 		report, err := shards.MineSlot(slotCtx, porago.SlotRequest{
 			Randao: randao, NonceStart: start, NonceEnd: end, Find: find, Difficulty: diff, SlotNumber: slot,
 		})
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && report == nil && ctx.Err() == nil {
+			// The deadline came in the moment between the check above and the call.
+			fmt.Fprintf(os.Stderr, "porago mine: slot %d has no time: its deadline passed before the call\n", slot)
+			continue
+		}
 		if err != nil && report == nil {
 			return err
 		}

@@ -1,0 +1,100 @@
+//go:build linux
+
+// porago mine --slots on a fixed rhythm, as pora mine --slots: slot k ends at the run's start +
+// (k+1) slot lengths, the caller's deadline taken as absolute, never a length restarted each
+// slot. Shown where the difference shows: `auto` on a mount whose every request (open, the
+// page-cache facts' open, a switch's opens, each read) is answered 200 ms late, so each slot ends
+// a little past its deadline and the next one's steering waits on the device; a restarted
+// length would add that to every later slot.
+//
+// Needs $PORA_FAULTFS, root and /dev/fuse (mountFaulted skips, saying which is missing) and the
+// Go toolchain (porago is built here).
+package porago
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Measured on this test's clock from when each record is read: slot 0's record places the first
+// deadline (its endLateMs says how far past it the record came), and slot k must come by that
+// deadline + k slot lengths + 1 s (the slot's bound: 500 ms for stragglers, 500 ms for
+// verification).
+func TestPoragoSlotsKeepAFixedRhythmWhileSteeringWaitsOnAStallingMount(t *testing.T) {
+	intact := writeShard(t, t.TempDir(), faultSpec, 38)
+	// Stalled from the start: slot k+1 steers right after slot k's record.
+	m := mountFaulted(t, intact, "stall 200\n")
+	porago := filepath.Join(t.TempDir(), "porago")
+	if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
+		t.Fatalf("building porago: %v\n%s", err, out)
+	}
+	const (
+		slots   = 5
+		slotLen = 1500 * time.Millisecond
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, porago, "mine", "--file", m.path, "--method", "auto", "--randao", "0x"+strings.Repeat("ab", 32),
+		"--slot", "1.5", "--slots", "5", "--on-io-error", "skip", "--json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Each record is timed as it is read: the scanner waits for it, no polling.
+	var seen []time.Time
+	var records []ShardSlot
+	scan := bufio.NewScanner(stdout)
+	scan.Buffer(make([]byte, 1<<20), 1<<24)
+	for scan.Scan() {
+		seen = append(seen, time.Now())
+		var r ShardSlot
+		if err := json.Unmarshal(scan.Bytes(), &r); err != nil {
+			t.Fatalf("record %d: %v: %s", len(records), err, scan.Text())
+		}
+		records = append(records, r)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("porago mine: %v\n%s", err, stderr.String())
+	}
+	if len(records) != slots {
+		t.Fatalf("%d records for %d slots of one shard\n%s", len(records), slots, stderr.String())
+	}
+	// Slot 0 ran to its deadline (a million nonces do not fit in 1.5 s through 200 ms reads).
+	if records[0].EndLateMs < 0 {
+		t.Fatalf("slot 0 ended %.0f ms before its deadline: it did not run to it", -records[0].EndLateMs)
+	}
+	firstDeadline := seen[0].Add(-time.Duration(records[0].EndLateMs * float64(time.Millisecond)))
+	worst := time.Duration(-1 << 62)
+	held := 0.0
+	for k, r := range records {
+		deadline := firstDeadline.Add(time.Duration(k) * slotLen)
+		late := seen[k].Sub(deadline)
+		if late > worst {
+			worst = late
+		}
+		if late > time.Second {
+			t.Errorf("slot %d came %v past its place in the rhythm (slot 0's deadline + %d x %v; bound 1 s): endLateMs %.0f\n%s",
+				k, late, k, slotLen, r.EndLateMs, stderr.String())
+		}
+		if s := r.Steering; s != nil && s.DecisionMs+s.SwitchMs > held {
+			held = s.DecisionMs + s.SwitchMs
+		}
+	}
+	// The stalled mount held steering up (facts at least 200 ms late, or their budget) in at
+	// least one slot, and the rhythm above absorbed it.
+	if held < 150 {
+		t.Errorf("steering never waited on the stalled mount (longest %.0f ms)", held)
+	}
+	t.Logf("porago mine --slots %d through a 200 ms stall: longest steering %.0f ms, worst record past its place in the rhythm %v", slots, held, worst)
+}

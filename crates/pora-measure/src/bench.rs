@@ -104,6 +104,39 @@ pub struct BenchResult {
 }
 
 impl BenchResult {
+    /// The header of `pora bench`'s table, whose rows are [`BenchResult::table_row`].
+    pub fn table_header() -> String {
+        format!(
+            "{:>3} {:<15} {:>6} {:>5} {:>7} {:>6} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>6}",
+            "#", "method", "block", "depth", "threads", "secs", "reads", "IOPS", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "CPU%",
+            "devReads", "errors"
+        )
+    }
+
+    /// This result as row `n` of `pora bench`'s table (`?` where a value is not known).
+    pub fn table_row(&self, n: usize) -> String {
+        let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+        format!(
+            "{:>3} {:<15} {:>6} {:>5} {:>7} {:>6.2} {:>10} {:>9.0} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>6} {:>9} {:>6}{}",
+            n,
+            self.method.name(),
+            or_unknown(self.block_bytes.map(|b| b.to_string())),
+            self.depth,
+            self.threads,
+            self.seconds,
+            self.reads,
+            self.iops(),
+            or_unknown(self.mbps().map(|m| format!("{m:.1}"))),
+            self.latency_us(0.50),
+            self.latency_us(0.99),
+            self.latency_us(0.999),
+            or_unknown(self.cpu_percent.map(|c| format!("{c:.1}"))),
+            or_unknown(self.device_reads.map(|d| d.to_string())),
+            self.read_errors,
+            if self.interrupted { "  (interrupted)" } else { "" }
+        )
+    }
+
     /// Successful reads per second.
     pub fn iops(&self) -> f64 {
         per_second(self.reads as f64, self.seconds)

@@ -9,6 +9,7 @@
 //! latency, so p99 comes from a raw pass at the chosen reads in flight); [`record`] is the JSON
 //! shape of a run.
 
+pub mod device;
 pub mod raw;
 pub mod record;
 pub mod search;

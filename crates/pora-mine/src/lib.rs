@@ -191,6 +191,41 @@ impl SlotRequest {
     }
 }
 
+/// Slots on a fixed rhythm, as es-node's come: slot k (0-based) ends at `start` + (k + 1) x
+/// `length`, whatever steering, stragglers or verification cost the slots before it (`pora mine
+/// --slots`): each slot gets an absolute deadline, never a length started anew.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotRhythm {
+    pub start: Instant,
+    pub length: Duration,
+}
+
+impl SlotRhythm {
+    /// A rhythm of `length` slots starting now.
+    pub fn starting_now(length: Duration) -> SlotRhythm {
+        SlotRhythm {
+            start: Instant::now(),
+            length,
+        }
+    }
+
+    /// Slot `slot`'s deadline; `None` when it lies beyond what this system's clock reaches.
+    pub fn deadline(&self, slot: u64) -> Option<Instant> {
+        let k = u32::try_from(slot.checked_add(1)?).ok()?;
+        self.start.checked_add(self.length.checked_mul(k)?)
+    }
+}
+
+/// The randao of slot `slot` of a run with `--random-randao --seed seed`:
+/// keccak256("pora-random-randao" || be64(seed) || be64(slot)), deterministic.
+pub fn random_randao(seed: u64, slot: u64) -> H256 {
+    H256(pora_core::keccak::keccak256(&[
+        b"pora-random-randao",
+        &seed.to_be_bytes(),
+        &slot.to_be_bytes(),
+    ]))
+}
+
 /// Which resource ended a slot below 100% power.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -253,6 +288,24 @@ pub struct SlotReport {
     /// draining reads the device has not given back. They come back by themselves when the
     /// device answers; a pool has at most twice its threads in workers ([`PoolIo::workers_cap`]).
     pub stuck_backends: u64,
+}
+
+impl SlotReport {
+    /// Why `shard` (one of this report's) ended below 100% mining power, one phrase for the user.
+    pub fn why_below_full_power(&self, shard: &ShardSlotReport) -> String {
+        let (wait, busy) = (
+            self.io_wait_fraction * 100.0,
+            self.cpu_busy_fraction * 100.0,
+        );
+        match self.bottleneck {
+            Bottleneck::Disk => format!(
+                "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): `pora tune` measures whether more reads in flight or another --method help, or the disk is at its ceiling"
+            ),
+            Bottleneck::Cpu => format!("the CPU was the limit (hashing kept the usable CPUs {busy:.0}% busy): more threads than cores will not help"),
+            Bottleneck::None if self.interrupted => "the slot was interrupted".into(),
+            Bottleneck::None => format!("{} nonces were dropped on read errors", shard.io_errors),
+        }
+    }
 }
 
 /// One nonce of `shard` through the plain single-nonce path (its files opened read-only for this

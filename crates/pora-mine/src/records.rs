@@ -46,6 +46,43 @@ pub struct ShardSlotRecord {
 }
 
 impl ShardSlotRecord {
+    /// The record as `pora mine` prints it without `--json`: one line for the shard, then each
+    /// nonce found with its samples.
+    pub fn text_lines(&self) -> Vec<String> {
+        let s = &self.report;
+        let dropped = if s.io_errors > 0 {
+            format!(", {} nonces dropped on read errors", s.io_errors)
+        } else {
+            String::new()
+        };
+        let mut lines = vec![format!(
+            "slot {} shard {}: tried {}/{} nonces, mining power {:.2}% ({} bps), {:.3} s, {} samples ({:.0}/s), {} {}x{}, found {}{dropped}",
+            self.slot,
+            s.shard,
+            s.nonces_tried,
+            s.nonce_limit,
+            s.mining_power * 100.0,
+            (s.mining_power * 10_000.0).floor(),
+            s.elapsed_sec,
+            s.samples_read,
+            s.samples_per_sec,
+            self.method,
+            self.threads,
+            self.depth,
+            s.found.len(),
+        )];
+        for p in &s.found {
+            lines.push(format!("  nonce {} hash1 {}", p.nonce, p.hash1));
+            for i in 0..p.sample_idxs.len() {
+                lines.push(format!(
+                    "    sample {i}: idx {} kv {} in-kv {} = {}",
+                    p.sample_idxs[i], p.kv_idxs[i], p.sample_idxs_in_kv[i], p.encoded_samples[i]
+                ));
+            }
+        }
+        lines
+    }
+
     /// The records of every shard of `report`, slot number `slot`, each mined with its device's
     /// choice among `choices` (one per device: `Session::choices`); a shard
     /// no choice names has no record. `end_late_ms`: [`ShardSlotRecord::end_late_ms`].

@@ -7,13 +7,11 @@
 
 use crate::common::{parse_randao, DiffArgs, SessionArgs, ShardFiles};
 use anyhow::Context;
-use pora_core::keccak::keccak256;
 use pora_core::{Address, H256, U256};
 use pora_mine::records::ShardSlotRecord;
 use pora_mine::session::{Choice, MinedSlot, Session};
 use pora_mine::{
-    Bottleneck, Find, ShardSlotReport, SlotReport, SlotRequest, MAX_SLOT_LENGTH_MS,
-    NONCES_PER_SLOT, SLOT_LENGTH,
+    random_randao, Find, SlotRequest, SlotRhythm, MAX_SLOT_LENGTH_MS, NONCES_PER_SLOT, SLOT_LENGTH,
 };
 use std::ops::Range;
 use std::path::PathBuf;
@@ -118,15 +116,9 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     let required_diff = args.diff.required()?;
     let metrics = crate::serve::start_metrics(args.metrics_listen, &session)?;
     let stop = crate::signals::install("mine");
-    // A fixed rhythm, as es-node's slots come: slot k (0-based) ends at start + (k + 1) x the
-    // slot length, whatever steering, stragglers or verification cost the slot before it.
-    let length = args.slot.unwrap_or(SLOT_LENGTH);
-    let start = Instant::now();
+    let rhythm = SlotRhythm::starting_now(args.slot.unwrap_or(SLOT_LENGTH));
     for slot in 0..args.slots {
-        let ends_after = u32::try_from(slot + 1)
-            .ok()
-            .and_then(|k| length.checked_mul(k));
-        let Some(deadline) = ends_after.and_then(|d| start.checked_add(d)) else {
+        let Some(deadline) = rhythm.deadline(slot) else {
             anyhow::bail!(
                 "--slots {}: slot {slot} would end further out than this system's clock reaches",
                 args.slots
@@ -166,16 +158,10 @@ pub fn run(mut args: MineArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--randao`, or with `--random-randao` keccak256("pora-random-randao" || seed || slot).
+/// `--randao`, or with `--random-randao` [`random_randao`] of `--seed` and the slot.
 fn slot_randao(args: &MineArgs, slot: u64) -> H256 {
-    match args.randao {
-        Some(r) => r,
-        None => H256(keccak256(&[
-            b"pora-random-randao",
-            &args.seed.to_be_bytes(),
-            &slot.to_be_bytes(),
-        ])),
-    }
+    args.randao
+        .unwrap_or_else(|| random_randao(args.seed, slot))
 }
 
 /// One line per device whose method `auto` changed for this slot, with the reason.
@@ -203,7 +189,10 @@ fn print_report(slot: u64, mined: &MinedSlot, find: Find, json: bool) -> anyhow:
         if json {
             println!("{}", serde_json::to_string(&record)?);
         } else {
-            print_human(slot, shard, &record);
+            record
+                .text_lines()
+                .iter()
+                .for_each(|line| println!("{line}"));
         }
         if shard.changed_during_slot > 0 {
             eprintln!(
@@ -214,7 +203,12 @@ fn print_report(slot: u64, mined: &MinedSlot, find: Find, json: bool) -> anyhow:
         // `--find first` ends a shard's slot early on purpose once it has its nonce.
         let found_first = find == Find::First && !shard.found.is_empty();
         if shard.mining_power < 1.0 && !found_first {
-            warn_below_full_power(slot, shard, report);
+            eprintln!(
+                "pora mine: warning: slot {slot} shard {} ended at {:.2}% mining power: {}",
+                shard.shard,
+                shard.mining_power * 100.0,
+                report.why_below_full_power(shard)
+            );
         }
     }
     for msg in &report.io_error_messages {
@@ -227,54 +221,6 @@ fn print_report(slot: u64, mined: &MinedSlot, find: Find, json: bool) -> anyhow:
         );
     }
     Ok(())
-}
-
-fn print_human(slot: u64, s: &ShardSlotReport, k: &ShardSlotRecord) {
-    println!(
-        "slot {slot} shard {}: tried {}/{} nonces, mining power {:.2}% ({} bps), {:.3} s, {} samples ({:.0}/s), {} {}x{}, found {}{}",
-        s.shard,
-        s.nonces_tried,
-        s.nonce_limit,
-        s.mining_power * 100.0,
-        (s.mining_power * 10_000.0).floor(),
-        s.elapsed_sec,
-        s.samples_read,
-        s.samples_per_sec,
-        k.method,
-        k.threads,
-        k.depth,
-        s.found.len(),
-        if s.io_errors > 0 { format!(", {} nonces dropped on read errors", s.io_errors) } else { String::new() }
-    );
-    for p in &s.found {
-        println!("  nonce {} hash1 {}", p.nonce, p.hash1);
-        for i in 0..p.sample_idxs.len() {
-            println!(
-                "    sample {i}: idx {} kv {} in-kv {} = {}",
-                p.sample_idxs[i], p.kv_idxs[i], p.sample_idxs_in_kv[i], p.encoded_samples[i]
-            );
-        }
-    }
-}
-
-fn warn_below_full_power(slot: u64, s: &ShardSlotReport, report: &SlotReport) {
-    let (wait, busy) = (
-        report.io_wait_fraction * 100.0,
-        report.cpu_busy_fraction * 100.0,
-    );
-    let why = match report.bottleneck {
-        Bottleneck::Disk => format!(
-            "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): `pora tune` measures whether more reads in flight or another --method help, or the disk is at its ceiling"
-        ),
-        Bottleneck::Cpu => format!("the CPU was the limit (hashing kept the usable CPUs {busy:.0}% busy): more threads than cores will not help"),
-        Bottleneck::None if report.interrupted => "the slot was interrupted".into(),
-        Bottleneck::None => format!("{} nonces were dropped on read errors", s.io_errors),
-    };
-    eprintln!(
-        "pora mine: warning: slot {slot} shard {} ended at {:.2}% mining power: {why}",
-        s.shard,
-        s.mining_power * 100.0
-    );
 }
 
 /// `--demo`: a 256 MiB random shard 0 at ./pora-demo/shard0.dat (created once), one slot with

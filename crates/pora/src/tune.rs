@@ -10,12 +10,14 @@ use pora_core::ShardSet;
 use pora_io::{Method, SimConfig};
 use pora_measure::open_files_as_shards;
 use pora_measure::shards::one_per_file_note;
+use pora_measure::tune::device::{
+    files_in_given_order, tune_device as tune_device_on, DeviceAsk, DeviceTune,
+};
 use pora_measure::tune::raw::RawResult;
-use pora_measure::tune::record::TuneRecord;
-use pora_measure::tune::search::{self, GridLimits};
+use pora_measure::tune::search::GridLimits;
 use pora_measure::tune::{self, spread_trusted, Event, Prediction, TuneInput, TuneOutcome};
 use pora_mine::devices;
-use pora_mine::session::{available_cpus, default_profile_path};
+use pora_mine::session::available_cpus;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -121,17 +123,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     finish(&args, &done)
 }
 
-/// One device's tune run: its outcome, prediction and the profile written, if any.
-struct DeviceTune {
-    /// `device vda`, when the shards sit on several devices.
-    label: Option<String>,
-    outcome: TuneOutcome,
-    prediction: Prediction,
-    written: Option<PathBuf>,
-    /// `auto`'s forecast with the measured rates: first slot and steady state (docs/mining.md).
-    steady: Option<pora_mine::session::FilesOutlook>,
-}
-
 /// Tunes `shards` (all on one device) within `budget` seconds and writes their profile beside
 /// the first of `files` (or at `--profile`).
 fn tune_device(
@@ -141,7 +132,6 @@ fn tune_device(
     budget: f64,
     stop: &'static std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<DeviceTune> {
-    let sharing = args.shards.unwrap_or(shards.len()).max(1);
     let input = TuneInput {
         shards,
         methods: tune::pick_methods(&args.methods),
@@ -159,41 +149,19 @@ fn tune_device(
         random_checks: args.checks.random_checks,
         latency_curve: args.plot.is_some(),
     };
-    let outcome = tune::tune(&input, stop, &mut print_event)?;
-    let required =
-        search::required_samples_per_sec(args.nonce_limit, args.checks.random_checks, args.slot);
-    let prediction = Prediction::new(&outcome, sharing, required);
-    let profile_path = args
-        .profile
-        .clone()
-        .unwrap_or_else(|| default_profile_path(&files[0]));
-    let written = match (&outcome.choice, outcome.interrupted) {
-        (Some(choice), false) => {
-            tune::make_profile(&outcome, choice, &prediction, &files).save(&profile_path)?;
-            Some(profile_path)
-        }
-        _ => None,
+    let ask = DeviceAsk {
+        sharing: args.shards.unwrap_or(input.shards.len()),
+        nonce_limit: args.nonce_limit,
+        slot_sec: args.slot,
+        profile: args.profile.clone(),
     };
-    let steady = outcome
-        .choice
-        .as_ref()
-        .map(|c| tune::steady_outlook(&outcome, c, &files, sharing));
-    Ok(DeviceTune {
-        label: None,
-        outcome,
-        prediction,
-        written,
-        steady,
-    })
-}
-
-fn record(d: &DeviceTune) -> TuneRecord<'_> {
-    TuneRecord::new(
-        &d.outcome,
-        &d.prediction,
-        d.written.as_deref(),
-        d.steady.as_ref(),
-    )
+    Ok(tune_device_on(
+        &input,
+        &files,
+        &ask,
+        stop,
+        &mut print_event,
+    )?)
 }
 
 /// Flags that name one thing cannot serve several devices: refused up front, naming the flag.
@@ -220,22 +188,6 @@ fn check_several_devices(args: &TuneArgs, devices: &[devices::DeviceGroup]) -> a
     Ok(())
 }
 
-/// `files` that belong to `shards`, in the order given (the profile is written beside the
-/// first).
-fn files_in_given_order(files: &[PathBuf], shards: &[ShardSet]) -> Vec<PathBuf> {
-    let theirs: Vec<PathBuf> = shards.iter().flat_map(|s| s.paths()).collect();
-    let given: Vec<PathBuf> = files
-        .iter()
-        .filter(|f| theirs.contains(f))
-        .cloned()
-        .collect();
-    if given.is_empty() {
-        theirs
-    } else {
-        given
-    }
-}
-
 /// Prints every device's report (or one JSON object: the record itself for one device, else
 /// `{"devices":[...]}`), writes the chart and sets the exit status.
 fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
@@ -246,11 +198,11 @@ fn finish(args: &TuneArgs, devices: &[DeviceTune]) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         let text = match devices {
-            [one] => serde_json::to_string_pretty(&record(one))?,
+            [one] => serde_json::to_string_pretty(&one.record())?,
             several => {
                 let each: Vec<_> = several
                     .iter()
-                    .map(|d| serde_json::json!({"device": d.label, "tune": record(d)}))
+                    .map(|d| serde_json::json!({"device": d.label, "tune": d.record()}))
                     .collect();
                 serde_json::to_string_pretty(&serde_json::json!({ "devices": each }))?
             }

@@ -122,9 +122,9 @@ impl Reporter {
             println!("{}", serde_json::to_string(&record)?);
         } else {
             if self.rows == 1 {
-                println!("{}", table_header());
+                println!("{}", BenchResult::table_header());
             }
-            println!("{}", table_row(self.rows, r));
+            println!("{}", r.table_row(self.rows));
             for text in result_notes(r, eviction) {
                 self.note(text);
             }
@@ -158,35 +158,4 @@ impl Reporter {
 
 fn format_seconds(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
-}
-
-fn table_header() -> String {
-    format!(
-        "{:>3} {:<15} {:>6} {:>5} {:>7} {:>6} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>6}",
-        "#", "method", "block", "depth", "threads", "secs", "reads", "IOPS", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "CPU%",
-        "devReads", "errors"
-    )
-}
-
-fn table_row(n: usize, r: &BenchResult) -> String {
-    let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "?".into());
-    format!(
-        "{:>3} {:<15} {:>6} {:>5} {:>7} {:>6.2} {:>10} {:>9.0} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>6} {:>9} {:>6}{}",
-        n,
-        r.method.name(),
-        or_unknown(r.block_bytes.map(|b| b.to_string())),
-        r.depth,
-        r.threads,
-        r.seconds,
-        r.reads,
-        r.iops(),
-        or_unknown(r.mbps().map(|m| format!("{m:.1}"))),
-        r.latency_us(0.50),
-        r.latency_us(0.99),
-        r.latency_us(0.999),
-        or_unknown(r.cpu_percent.map(|c| format!("{c:.1}"))),
-        or_unknown(r.device_reads.map(|d| d.to_string())),
-        r.read_errors,
-        if r.interrupted { "  (interrupted)" } else { "" }
-    )
 }

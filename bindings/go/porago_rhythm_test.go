@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,19 +43,18 @@ func TestPoragoSlotsKeepAFixedRhythmWhileSteeringWaitsOnAStallingMount(t *testin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, porago, "mine", "--file", m.path, "--method", "auto", "--randao", "0x"+strings.Repeat("ab", 32),
 		"--slot", "1.5", "--slots", "5", "--on-io-error", "skip", "--json")
+	// Each record is timed as it is read: the scanner waits for it, no polling. The pipe ends
+	// with porago's exit status once it has exited.
+	read, write := io.Pipe()
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd.Stdout, cmd.Stderr = write, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Each record is timed as it is read: the scanner waits for it, no polling.
+	go func() { write.CloseWithError(cmd.Wait()) }()
 	var seen []time.Time
 	var records []ShardSlot
-	scan := bufio.NewScanner(stdout)
+	scan := bufio.NewScanner(read)
 	scan.Buffer(make([]byte, 1<<20), 1<<24)
 	for scan.Scan() {
 		seen = append(seen, time.Now())
@@ -64,7 +64,7 @@ func TestPoragoSlotsKeepAFixedRhythmWhileSteeringWaitsOnAStallingMount(t *testin
 		}
 		records = append(records, r)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := scan.Err(); err != nil {
 		t.Fatalf("porago mine: %v\n%s", err, stderr.String())
 	}
 	if len(records) != slots {

@@ -85,40 +85,65 @@ impl MountOptions {
     }
 }
 
-/// What the file system has seen, for tests to assert on and to wait on
-/// ([`FaultMount::wait_for`]). Totals only grow; the `_now` fields are the requests waiting at
-/// this moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Counts {
+/// Declares [`Counts`] (the numbers tests read) and `Counters` (the same fields as the atomics
+/// the server bumps) with each field named once, and `Counters::snapshot` between them.
+macro_rules! counts {
+    ($($(#[$doc:meta])* $field:ident),+ $(,)?) => {
+        /// What the file system has seen, for tests to assert on and to wait on
+        /// ([`FaultMount::wait_for`]). Totals only grow; the `_now` fields are the requests
+        /// waiting at this moment.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub struct Counts {
+            $($(#[$doc])* pub $field: u64,)+
+            /// Versions of the rules taken so far (1 after the mount read the control file once).
+            pub rules_loaded: u64,
+        }
+
+        #[derive(Default)]
+        struct Counters {
+            $($field: AtomicU64,)+
+        }
+
+        impl Counters {
+            /// The counts now, with `rules_loaded` versions of the rules taken.
+            fn snapshot(&self, rules_loaded: u64) -> Counts {
+                Counts {
+                    $($field: self.$field.load(Ordering::SeqCst),)+
+                    rules_loaded,
+                }
+            }
+        }
+    };
+}
+
+counts! {
     /// Read requests received.
-    pub reads: u64,
+    reads,
     /// Reads failed with EIO by an `eio` rule.
-    pub eio: u64,
+    eio,
     /// Reads answered short by a `short` rule.
-    pub short: u64,
+    short,
     /// Reads delayed by a `delay` or `tail` rule.
-    pub delayed: u64,
+    delayed,
     /// Reads held by a `hold` rule.
-    pub held: u64,
+    held,
     /// Reads failed because the disk vanished.
-    pub vanished: u64,
+    vanished,
     /// Read requests answered (with data or an error).
-    pub answered: u64,
+    answered,
     /// Reads waiting on a `hold` rule right now.
-    pub held_now: u64,
+    held_now,
     /// Reads waiting out a `delay` or `tail` right now.
-    pub delayed_now: u64,
+    delayed_now,
     /// Requests of any kind that met a `stall` or `freeze`.
-    pub stalled: u64,
+    stalled,
     /// Requests waiting on a `stall` or `freeze` right now.
-    pub stalled_now: u64,
+    stalled_now,
     /// Requests of any kind received (reads, lookups, getattrs, opens, flushes, releases, ...).
-    pub requests: u64,
+    requests,
     /// Open requests received (of the file and of the directory).
-    pub opens: u64,
-    /// Versions of the rules taken so far (1 after the mount read the control file once).
-    pub rules_loaded: u64,
+    opens,
 }
 
 impl Counts {
@@ -126,23 +151,6 @@ impl Counts {
     pub fn waiting_now(&self) -> u64 {
         self.held_now + self.delayed_now + self.stalled_now
     }
-}
-
-#[derive(Default)]
-struct Counters {
-    reads: AtomicU64,
-    eio: AtomicU64,
-    short: AtomicU64,
-    delayed: AtomicU64,
-    held: AtomicU64,
-    vanished: AtomicU64,
-    answered: AtomicU64,
-    held_now: AtomicU64,
-    delayed_now: AtomicU64,
-    stalled: AtomicU64,
-    stalled_now: AtomicU64,
-    requests: AtomicU64,
-    opens: AtomicU64,
 }
 
 /// What a waiting request waits for (every wait also ends when the disk vanishes or the mount
@@ -901,24 +909,8 @@ impl FaultMount {
 
     /// What the file system has seen so far, and what waits right now.
     pub fn counts(&self) -> Counts {
-        let c = &self.shared.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::SeqCst);
-        Counts {
-            reads: get(&c.reads),
-            eio: get(&c.eio),
-            short: get(&c.short),
-            delayed: get(&c.delayed),
-            held: get(&c.held),
-            vanished: get(&c.vanished),
-            answered: get(&c.answered),
-            held_now: get(&c.held_now),
-            delayed_now: get(&c.delayed_now),
-            stalled: get(&c.stalled),
-            stalled_now: get(&c.stalled_now),
-            requests: get(&c.requests),
-            opens: get(&c.opens),
-            rules_loaded: self.shared.lock().generation,
-        }
+        let rules_loaded = self.shared.lock().generation;
+        self.shared.counters.snapshot(rules_loaded)
     }
 
     /// Waits until `done` holds for the counts (looking every 2 ms), returning them; after

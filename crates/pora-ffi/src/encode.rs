@@ -73,6 +73,58 @@ unsafe fn keyed(
     })
 }
 
+/// The body of an export that works on the shard file named by `path`: inside the guard, with
+/// the path checked first.
+///
+/// # Safety
+/// `out` writable; `path` a valid borrowed byte string.
+unsafe fn on_shard_file(
+    out: *mut PoraBuf,
+    path: &PoraBytes,
+    body: impl FnOnce(std::path::PathBuf) -> Outcome,
+) -> PoraStatus {
+    guard::call(out, || {
+        fault_point();
+        body(crate::params::path(path, "path")?)
+    })
+}
+
+/// How much of a KV an in-place export takes.
+#[derive(Clone, Copy)]
+enum KvLen {
+    /// Exactly one KV (`PORA_KV_LEN` bytes).
+    Whole,
+    /// Its first bytes, at most one KV; none does nothing (the pointer may then be null).
+    Prefix,
+}
+
+/// The body of an export that rewrites `len` of the caller's bytes at `ptr` (named `what` in
+/// errors) with an encode key: the key checked first, then the length against `taken`.
+///
+/// # Safety
+/// As [`keyed`]; `ptr` null or `len` readable and writable bytes.
+unsafe fn kv_in_place(
+    (ptr, len, what): (*mut u8, usize, &str),
+    taken: KvLen,
+    out: *mut PoraBuf,
+    key: &PoraBytes,
+    body: impl FnOnce(EncodeKey, &mut [u8]) -> Result<(), Failure>,
+) -> PoraStatus {
+    keyed(out, key, |key| {
+        let want = match taken {
+            KvLen::Whole => PORA_KV_LEN,
+            KvLen::Prefix if len > PORA_KV_LEN => {
+                return Err(Failure::invalid(format!(
+                    "{what}: {len} bytes, expected at most {PORA_KV_LEN} (one KV)"
+                )));
+            }
+            KvLen::Prefix if len == 0 => return Ok(()),
+            KvLen::Prefix => len,
+        };
+        body(key, output(ptr, len, what, want)?)
+    })
+}
+
 /// The encoder's kernel (`PORA_ENCODE_ARITH`), checked before the infallible `mask` calls so a
 /// bad value is INVALID_ARGUMENT naming the variable, not a caught panic.
 fn encode_kernel() -> Result<(), Failure> {
@@ -156,12 +208,12 @@ pub unsafe extern "C" fn pora_mask(
     mask_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    keyed(out, &key, |key| {
-        let dst = output(mask, mask_len, "mask", PORA_KV_LEN)?;
+    let mask_into = |key: EncodeKey, dst: &mut [u8]| {
         encode_kernel()?;
         pora_encode::mask::mask_into(&key, as_kv(dst));
         Ok(())
-    })
+    };
+    kv_in_place((mask, mask_len, "mask"), KvLen::Whole, out, &key, mask_into)
 }
 
 /// es-node's `EncodeChunk(131072, data, 3, key)` in place: `data` (`data_len` must be
@@ -181,10 +233,10 @@ pub unsafe extern "C" fn pora_encode_kv(
     data_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    keyed(out, &key, |key| {
-        let data = output(data, data_len, "data", PORA_KV_LEN)?;
+    let encode = |key: EncodeKey, data: &mut [u8]| {
         pora_encode::encode(data, &key).map_err(|e| Failure::invalid(e.to_string()))
-    })
+    };
+    kv_in_place((data, data_len, "data"), KvLen::Whole, out, &key, encode)
 }
 
 /// es-node's `DecodeChunk(131072, data, 3, key)` in place: the first `data_len` stored bytes of
@@ -203,17 +255,8 @@ pub unsafe extern "C" fn pora_decode_kv(
     data_len: usize,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    keyed(out, &key, |key| {
-        if data_len > PORA_KV_LEN {
-            return Err(Failure::invalid(format!(
-                "data: {data_len} bytes, expected at most {PORA_KV_LEN} (one KV)"
-            )));
-        }
-        if data_len == 0 {
-            return Ok(());
-        }
-        let data = output(data, data_len, "data", data_len)?;
-        if data_len == PORA_KV_LEN {
+    let decode = |key: EncodeKey, data: &mut [u8]| {
+        if data.len() == PORA_KV_LEN {
             pora_encode::decode(data, &key).map_err(|e| Failure::invalid(e.to_string()))?;
         } else {
             // es-node's UnmaskDataInPlace: the mask's prefix, XORed byte by byte.
@@ -222,7 +265,8 @@ pub unsafe extern "C" fn pora_decode_kv(
             data.iter_mut().zip(mask.iter()).for_each(|(d, m)| *d ^= m);
         }
         Ok(())
-    })
+    };
+    kv_in_place((data, data_len, "data"), KvLen::Prefix, out, &key, decode)
 }
 
 /// Mask workers `pora_fill_empty` accepts. Each holds a 2 MiB batch and the writer queues two per
@@ -269,9 +313,7 @@ pub unsafe extern "C" fn pora_fill_empty(
     threads: u32,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    guard::call(out, || {
-        fault_point();
-        let path = crate::params::path(&path, "path")?;
+    on_shard_file(out, &path, |path| {
         if kv_start >= kv_end {
             return Err(Failure::invalid(format!(
                 "kv_start..kv_end {kv_start}..{kv_end}: the range is empty (end is exclusive and \
@@ -322,9 +364,7 @@ pub unsafe extern "C" fn pora_fill_empty_kvs(
     threads: u32,
     out: *mut PoraBuf,
 ) -> PoraStatus {
-    guard::call(out, || {
-        fault_point();
-        let path = crate::params::path(&path, "path")?;
+    on_shard_file(out, &path, |path| {
         let kvs: &[u64] = match (kv_idxs.is_null(), len) {
             (_, 0) => return Err(Failure::invalid("kv_idxs: no KV named (len 0)")),
             (true, _) => return Err(Failure::invalid("kv_idxs: null pointer with len > 0")),

@@ -498,7 +498,23 @@ impl Miner {
         nonce: u64,
         overlay: &Overlay,
     ) -> Result<NonceProof, MineError> {
-        self.data.hash(shard_idx, randao, nonce, overlay)
+        let data = &self.data;
+        let s = data
+            .plans
+            .iter()
+            .position(|p| p.shard_idx == shard_idx)
+            .ok_or(MineError::UnknownShard(shard_idx))?;
+        let mut guard = data
+            .verifier()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
+        let (shard, plan, base) = (&data.shards[s], &data.plans[s], data.file_bases[s]);
+        let view = overlay.for_shard(&shard.geometry)?;
+        let checks = data.config.random_checks;
+        verifier
+            .proof(shard, plan, base, checks, randao, nonce, &view)?
+            .map_err(verify::Unconfirmed::into_sample_error)
     }
 
     /// The shards this miner mines, in report order.

@@ -17,11 +17,11 @@ use crate::worker::{
     Assignment, End, Published, ShardTally, SlotShared, ValidNonce, WorkerOutcome,
 };
 use crate::{
-    Bottleneck, Find, MineConfig, MineError, OnIoError, Overlay, PoolState, ShardSlotReport,
-    SlotReport, SlotRequest,
+    Bottleneck, Find, MineConfig, MineError, OnIoError, PoolState, ShardSlotReport, SlotReport,
+    SlotRequest,
 };
 use pora_core::difficulty::meets;
-use pora_core::{Input, NonceProof, ShardSet, H256};
+use pora_core::{Input, NonceProof, ShardSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
@@ -99,28 +99,10 @@ impl SlotData {
         })
     }
 
-    /// One nonce of shard `shard_idx` through the plain single-nonce path, the samples of
-    /// `overlay`'s KVs taken from memory.
-    pub fn hash(
-        &self,
-        shard_idx: u64,
-        randao: &H256,
-        nonce: u64,
-        overlay: &Overlay,
-    ) -> Result<NonceProof, MineError> {
-        let s = self
-            .plans
-            .iter()
-            .position(|p| p.shard_idx == shard_idx)
-            .ok_or(MineError::UnknownShard(shard_idx))?;
-        let mut guard = self.verifier.lock().unwrap_or_else(PoisonError::into_inner);
-        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
-        let (shard, plan, base) = (&self.shards[s], &self.plans[s], self.file_bases[s]);
-        let view = overlay.for_shard(&shard.geometry)?;
-        let checks = self.config.random_checks;
-        verifier
-            .proof(shard, plan, base, checks, randao, nonce, &view)?
-            .map_err(Unconfirmed::into_sample_error)
+    /// The verifier (`None` only while the miner is being dropped): the single-nonce path of
+    /// [`crate::Miner::hash`] reads through it between slots.
+    pub fn verifier(&self) -> &Mutex<Option<Verifier>> {
+        &self.verifier
     }
 }
 

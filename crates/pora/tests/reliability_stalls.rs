@@ -70,6 +70,17 @@ enum Shape {
 const RELEASE_AFTER: usize = 3;
 
 impl Shape {
+    /// Whether the stall ends now, with `done` records written and the mid-slot stall (if the
+    /// shape has one) `stalled_mid`.
+    fn releases_after(self, done: usize, stalled_mid: bool) -> bool {
+        match self {
+            Shape::Held | Shape::HeldWide | Shape::SmallPool => done > RELEASE_AFTER,
+            Shape::MountFrozen | Shape::StartsMidSlot => stalled_mid && done > RELEASE_AFTER,
+            Shape::EndsMidSlot => done >= 2,
+            Shape::SlowAndFailing => false,
+        }
+    }
+
     fn tag(self) -> &'static str {
         match self {
             Shape::Held => "held",
@@ -179,6 +190,16 @@ fn lines_in(path: &Path) -> Vec<Value> {
     json_lines(complete)
 }
 
+/// Notes, on this test's clock (the caller's), when each record of `out` not seen before
+/// appeared; returns how many records there are.
+fn note_new_records(out: &Path, seen: &mut Vec<Instant>) -> usize {
+    let done = lines_in(out).len();
+    while seen.len() < done {
+        seen.push(Instant::now());
+    }
+    done
+}
+
 /// `exit_group` on this architecture (`/proc/PID/syscall` names the call a thread is inside).
 #[cfg(target_arch = "x86_64")]
 const EXIT_GROUP: &str = "231";
@@ -266,6 +287,13 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
         Duration::from_secs_f64(slots as f64 * (shape.slot_sec() + OVERSHOOT_BOUND_SEC) + 30.0);
     let started = Instant::now();
     let (mut max_threads, mut released, mut stalled_mid) = (0u64, false, false);
+    let half_slot = Duration::from_secs_f64(shape.slot_sec() / 2.0);
+    // The rules of a stall that starts in the middle of slot 1.
+    let mid_slot_stall = match shape {
+        Shape::MountFrozen => Some("freeze\n".to_string()),
+        Shape::StartsMidSlot => Some(held_rules(data_start)),
+        _ => None,
+    };
     let mut last_line_at = None;
     // When each record appeared, on this test's clock (the caller's).
     let mut line_times: Vec<Instant> = Vec::new();
@@ -277,42 +305,22 @@ fn run_stalled(dir: &Path, intact: &Path, data_start: u64, shape: Shape, method:
             started.elapsed()
         );
         max_threads = max_threads.max(proc_threads(pid).unwrap_or(0));
-        let done = lines_in(&out).len();
-        while line_times.len() < done {
-            line_times.push(Instant::now());
-        }
-        match shape {
-            Shape::Held | Shape::HeldWide | Shape::SmallPool
-                if !released && done > RELEASE_AFTER =>
-            {
-                fs.set_rules("").unwrap();
-                released = true;
+        let done = note_new_records(&out, &mut line_times);
+        if let Some(rules) = mid_slot_stall
+            .as_deref()
+            .filter(|_| !stalled_mid && done >= 1)
+        {
+            // Half a slot into slot 1.
+            std::thread::sleep(half_slot);
+            fs.set_rules(rules).unwrap();
+            stalled_mid = true;
+        } else if !released && shape.releases_after(done, stalled_mid) {
+            if shape == Shape::EndsMidSlot {
+                // Half a slot into slot 2.
+                std::thread::sleep(half_slot);
             }
-            Shape::MountFrozen if !stalled_mid && done >= 1 => {
-                std::thread::sleep(Duration::from_secs_f64(shape.slot_sec() / 2.0));
-                fs.set_rules("freeze\n").unwrap();
-                stalled_mid = true;
-            }
-            Shape::MountFrozen if stalled_mid && !released && done > RELEASE_AFTER => {
-                fs.set_rules("").unwrap();
-                released = true;
-            }
-            Shape::StartsMidSlot if !stalled_mid && done >= 1 => {
-                // Half a slot into slot 1.
-                std::thread::sleep(Duration::from_secs_f64(shape.slot_sec() / 2.0));
-                fs.set_rules(&held_rules(data_start)).unwrap();
-                stalled_mid = true;
-            }
-            Shape::StartsMidSlot if stalled_mid && !released && done > RELEASE_AFTER => {
-                fs.set_rules("").unwrap();
-                released = true;
-            }
-            Shape::EndsMidSlot if !released && done >= 2 => {
-                std::thread::sleep(Duration::from_secs_f64(shape.slot_sec() / 2.0));
-                fs.set_rules("").unwrap();
-                released = true;
-            }
-            _ => {}
+            fs.set_rules("").unwrap();
+            released = true;
         }
         if done >= slots {
             last_line_at = Some(Instant::now());
@@ -650,10 +658,7 @@ fn auto_steering_on_a_stalling_mount_keeps_the_slots_rhythm() {
     let mut seen: Vec<Instant> = Vec::new();
     while seen.len() < SLOTS {
         assert!(started.elapsed() < limit, "rhythm: {} records", seen.len());
-        let done = lines_in(&out).len();
-        while seen.len() < done {
-            seen.push(Instant::now());
-        }
+        note_new_records(&out, &mut seen);
         std::thread::sleep(Duration::from_millis(2));
     }
     fs.set_rules("").unwrap();

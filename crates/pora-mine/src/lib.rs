@@ -332,7 +332,7 @@ pub fn hash_nonce(
 /// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
 /// cache changes what reads fastest.
 ///
-/// One slot at a time: [`Miner::begin_slot`] is the one place that checks a slot's request and
+/// One slot at a time: `Miner::begin_slot` is the one place that checks a slot's request and
 /// takes the pools' lock (a second caller gets [`MineError::Busy`]). [`Miner::mine_slot`] and
 /// [`session::Session::mine_slot`] (every door's way in, which steers while it holds the lock)
 /// both go through it.

@@ -1,8 +1,9 @@
 //! A session: shards opened by path the way every front end does (the `pora` CLI, the C ABI and
 //! the service share it), mined one slot at a time.
 //!
-//! One slot's path, top to bottom ([`Session::mine_slot`]): the session takes its one-slot lock
-//! (a second caller gets [`MineError::Busy`]); each `auto` device decides its method from the page
+//! One slot's path, top to bottom ([`Session::mine_slot`], every door's way in): the miner checks
+//! the request and takes its one-slot lock (`Miner::begin_slot`: a second caller gets
+//! [`MineError::Busy`]), which holds each pool with its device's side; each `auto` device decides its method from the page
 //! cache, the memory and what earlier slots measured, and switches between slots when another
 //! is clearly better ([`steering`], model in [`crate::steer`]); the miner mines the slot
 //! ([`crate::slot`]: backends taken from each pool's shelf, one worker thread per backend,
@@ -41,8 +42,8 @@ use steering::{cache_room, SlotFacts};
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
 /// (a profile that was found stale, say).
 pub struct Session {
-    /// Its pools carry each device's side ([`PoolSide`]): the one per-pool list, whose lock is
-    /// the one "one slot at a time" ([`Miner::begin_slot`]); doors do not keep their own.
+    /// Its pools carry each device's side (`PoolSide`): the one per-pool list, whose lock is
+    /// the one "one slot at a time" (`Miner::begin_slot`); doors do not keep their own.
     miner: Miner,
     /// The pools' choices as of the last slot, readable while a slot runs (`pora_status`).
     published: Mutex<Vec<Choice>>,

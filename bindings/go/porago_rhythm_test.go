@@ -28,6 +28,10 @@ import (
 // deadline + k slot lengths + 1 s (the slot's bound: 500 ms for stragglers, 500 ms for
 // verification).
 func TestPoragoSlotsKeepAFixedRhythmWhileSteeringWaitsOnAStallingMount(t *testing.T) {
+	const (
+		slots   = 5
+		slotLen = 1500 * time.Millisecond
+	)
 	intact := writeShard(t, t.TempDir(), faultSpec, 38)
 	// Stalled from the start: slot k+1 steers right after slot k's record.
 	m := mountFaulted(t, intact, "stall 200\n")
@@ -35,10 +39,6 @@ func TestPoragoSlotsKeepAFixedRhythmWhileSteeringWaitsOnAStallingMount(t *testin
 	if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
 		t.Fatalf("building porago: %v\n%s", err, out)
 	}
-	const (
-		slots   = 5
-		slotLen = 1500 * time.Millisecond
-	)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, porago, "mine", "--file", m.path, "--method", "auto", "--randao", "0x"+strings.Repeat("ab", 32),

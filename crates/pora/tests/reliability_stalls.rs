@@ -21,7 +21,7 @@ mod reliability_common;
 
 use common::{http_agent, rpc_call};
 use faultfs_common::{fuse_ready, mount};
-use pora_faultfs::MountOptions;
+use pora_faultfs::{FaultMount, MountOptions};
 use reliability_common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -179,6 +179,32 @@ fn slow_and_failing_rules(data_start: u64) -> String {
     eio + &slow
 }
 
+/// What every test here starts from: the one-at-a-time lock, a directory with an intact shard
+/// and where its data starts.
+struct StallSetup {
+    dir: tempfile::TempDir,
+    intact: PathBuf,
+    data_start: u64,
+    /// Declared last: released after the directory is gone.
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+/// The setup of a test of `what`, or `None` (after printing SKIP) where FUSE cannot run.
+fn stall_setup(what: &str) -> Option<StallSetup> {
+    if !fuse_ready(what) {
+        return None;
+    }
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (intact, data_start) = intact_shard(dir.path());
+    Some(StallSetup {
+        dir,
+        intact,
+        data_start,
+        _one: one,
+    })
+}
+
 fn intact_shard(dir: &Path) -> (PathBuf, u64) {
     faultfs_common::intact_shard(dir, KV_ENTRIES_BITS, 36)
 }
@@ -188,6 +214,17 @@ fn lines_in(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let complete = text.rfind('\n').map_or("", |end| &text[..end]);
     json_lines(complete)
+}
+
+/// `pora serve` over `fs`'s shard with `method`, skipping reads that fail, logged in `dir` as
+/// `tag`: the process and its address once it listens.
+fn serve_mounted(fs: &FaultMount, dir: &Path, tag: &str, method: &str) -> (Running, String) {
+    let mut cmd = pora();
+    cmd.args(["serve", "--file", s(fs.path()), "--listen", "127.0.0.1:0"]);
+    cmd.args(["--method", method, "--on-io-error", "skip"]);
+    let mut served = spawn_logged(cmd, dir, tag);
+    let addr = served_address(&mut served, dir, tag);
+    (served, addr)
 }
 
 /// Notes, on this test's clock (the caller's), when each record of `out` not seen before
@@ -455,13 +492,11 @@ fn print_row(c: &Cell) {
 
 #[test]
 fn pread_through_held_reads_keeps_every_slot_bounded_and_recovers() {
-    if !fuse_ready("stalls, pread") {
+    let Some(setup) = stall_setup("stalls, pread") else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let (intact, data_start) = intact_shard(dir.path());
-    let cell = run_stalled(dir.path(), &intact, data_start, Shape::Held, "pread");
+    };
+    let (dir, intact, data_start) = (&setup.dir, &setup.intact, setup.data_start);
+    let cell = run_stalled(dir.path(), intact, data_start, Shape::Held, "pread");
     skip_note!("{TABLE_HEAD}");
     print_row(&cell);
 }
@@ -469,12 +504,10 @@ fn pread_through_held_reads_keeps_every_slot_bounded_and_recovers() {
 #[test]
 #[ignore = "long (every method x every stall shape): .ci/run runs it with --ignored"]
 fn every_method_through_every_stall_shape_keeps_its_bounds() {
-    if !fuse_ready("stall x method matrix") {
+    let Some(setup) = stall_setup("stall x method matrix") else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let (intact, data_start) = intact_shard(dir.path());
+    };
+    let (dir, intact, data_start) = (&setup.dir, &setup.intact, setup.data_start);
     let started = Instant::now();
     skip_note!("{TABLE_HEAD}");
     let mut runs = 0;
@@ -490,7 +523,7 @@ fn every_method_through_every_stall_shape_keeps_its_bounds() {
         for method in pora_io::Method::available_real() {
             print_row(&run_stalled(
                 dir.path(),
-                &intact,
+                intact,
                 data_start,
                 shape,
                 method.name(),
@@ -512,29 +545,14 @@ fn every_method_through_every_stall_shape_keeps_its_bounds() {
 #[test]
 #[ignore = "long (8 slots through the service): .ci/run runs it with --ignored"]
 fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
-    if !fuse_ready("stalls, pora serve") {
+    let Some(setup) = stall_setup("stalls, pora serve") else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let (intact, data_start) = intact_shard(dir.path());
-    let fs = mount(dir.path(), &intact, "serve", MountOptions::default());
+    };
+    let (dir, intact, data_start) = (&setup.dir, &setup.intact, setup.data_start);
+    let fs = mount(dir.path(), intact, "serve", MountOptions::default());
     fs.set_rules(&held_rules(data_start)).unwrap();
-    let mut cmd = pora();
-    cmd.args([
-        "serve",
-        "--file",
-        s(fs.path()),
-        "--listen",
-        "127.0.0.1:0",
-        "--method",
-        "pread",
-        "--on-io-error",
-        "skip",
-    ]);
-    let mut served = spawn_logged(cmd, dir.path(), "serve");
+    let (mut served, addr) = serve_mounted(&fs, dir.path(), "serve", "pread");
     let pid = served.pid();
-    let addr = served_address(&mut served, dir.path(), "serve");
     let agent = http_agent(Duration::from_secs(30));
     let slot = serde_json::json!({
         "randao": RANDAO, "nonceStart": 0, "nonceEnd": 20000, "requiredDiff": EASY_DIFF, "slotMs": 1000, "find": "all"
@@ -566,7 +584,7 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
             shard["stuckBackends"].as_u64().unwrap() <= 2 * shard["threads"].as_u64().unwrap(),
             "serve slot {n}: past the pool's cap: {shard}"
         );
-        assert_found_are_valid(&shard, &intact, EASY_DIFF, 2);
+        assert_found_are_valid(&shard, intact, EASY_DIFF, 2);
         let full = shard["noncesTried"] == shard["nonceLimit"]
             && shard["stuckBackends"].as_u64() == Some(0)
             && shard["ioErrors"].as_u64() == Some(0);
@@ -622,13 +640,11 @@ fn serve_keeps_every_slot_bounded_through_held_reads_and_exits_on_time() {
 /// time) is spent inside the slot, not after it.
 #[test]
 fn auto_steering_on_a_stalling_mount_keeps_the_slots_rhythm() {
-    if !fuse_ready("stalls, auto steering rhythm") {
+    let Some(setup) = stall_setup("stalls, auto steering rhythm") else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let (intact, _) = intact_shard(dir.path());
-    let fs = mount(dir.path(), &intact, "rhythm", MountOptions::default());
+    };
+    let (dir, intact) = (&setup.dir, &setup.intact);
+    let fs = mount(dir.path(), intact, "rhythm", MountOptions::default());
     // From the start: slot k + 1 steers right after slot k's record, before this test could
     // change the rules between them.
     fs.set_rules("stall 200\n").unwrap();
@@ -709,33 +725,18 @@ fn auto_steering_on_a_stalling_mount_keeps_the_slots_rhythm() {
 /// `deadlineUnixMs` it named.
 #[test]
 fn serve_answers_by_the_callers_deadline_while_steering_waits_on_a_stalling_mount() {
-    if !fuse_ready("stalls, pora_mineSlot deadline") {
+    let Some(setup) = stall_setup("stalls, pora_mineSlot deadline") else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let (intact, _) = intact_shard(dir.path());
+    };
+    let (dir, intact) = (&setup.dir, &setup.intact);
     let fs = mount(
         dir.path(),
-        &intact,
+        intact,
         "serve-deadline",
         MountOptions::default(),
     );
     fs.set_rules("").unwrap();
-    let mut cmd = pora();
-    cmd.args([
-        "serve",
-        "--file",
-        s(fs.path()),
-        "--listen",
-        "127.0.0.1:0",
-        "--method",
-        "auto",
-        "--on-io-error",
-        "skip",
-    ]);
-    let mut served = spawn_logged(cmd, dir.path(), "serve-deadline");
-    let addr = served_address(&mut served, dir.path(), "serve-deadline");
+    let (served, addr) = serve_mounted(&fs, dir.path(), "serve-deadline", "auto");
     let agent = http_agent(Duration::from_secs(30));
     const SLOT_MS: u64 = 1500;
     let mut steering_ms = Vec::new();

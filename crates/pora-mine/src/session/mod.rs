@@ -3,12 +3,12 @@
 //!
 //! One slot's path, top to bottom ([`Session::mine_slot`], every door's way in): the miner checks
 //! the request and takes its one-slot lock (`Miner::begin_slot`: a second caller gets
-//! [`MineError::Busy`]), which holds each pool with its device's side; each `auto` device decides its method from the page
-//! cache, the memory and what earlier slots measured, and switches between slots when another
-//! is clearly better ([`steering`], model in [`crate::steer`]); the miner mines the slot
-//! ([`crate::slot`]: backends taken from each pool's shelf, one worker thread per backend,
-//! bounded end); each device learns from what the slot achieved; the caller gets one
-//! [`MinedSlot`]: the report and the choice each device ran with.
+//! [`MineError::Busy`]), which holds each pool with its device's side; each `auto` device
+//! decides its method from the page cache, the memory and what earlier slots measured, and
+//! switches between slots when another is clearly better ([`steering`], model in
+//! [`crate::steer`]); the miner mines the slot (`slot.rs`: backends taken from each pool's
+//! shelf, one worker thread per backend, bounded end); each device learns from what the slot
+//! achieved; the caller gets one [`MinedSlot`]: the report and the choice each device ran with.
 //!
 //! What touches the files on a slot's path runs within a budget: facts and switches
 //! on each device's errand thread, replacements of stuck backends on each pool's; a session's

@@ -150,7 +150,7 @@ typedef enum PoraInputNames {
 } PoraInputNames;
 
 // Bytes allocated by pora (a JSON result or an error message, UTF-8, not NUL-terminated).
-// Empty is `{NULL, 0}`. Free with [`pora_buf_free`] once.
+// Empty is `{NULL, 0}`. Free with `pora_buf_free` once.
 typedef struct PoraBuf {
   uint8_t *ptr;
   size_t len;

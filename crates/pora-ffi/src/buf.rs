@@ -16,7 +16,7 @@ pub struct PoraBytes {
 }
 
 /// Bytes allocated by pora (a JSON result or an error message, UTF-8, not NUL-terminated).
-/// Empty is `{NULL, 0}`. Free with [`pora_buf_free`] once.
+/// Empty is `{NULL, 0}`. Free with `pora_buf_free` once.
 #[repr(C)]
 #[derive(Debug)]
 pub struct PoraBuf {

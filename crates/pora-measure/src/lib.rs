@@ -1,5 +1,5 @@
 //! Measurements behind the `pora` commands that explain performance, as library code the CLI,
-//! the C ABI and the service can share: [`bench`] is the one fio-style random-read pass (used by
+//! the C ABI and the service can share: [`bench`](mod@bench) is the one fio-style random-read pass (used by
 //! `pora bench` and by `pora tune`'s raw passes), [`tune`] the method x threads x depth search on
 //! the production mining path with its prediction and profile, [`doctor`] turns host facts into
 //! explained findings. Printing, flags and charts stay in the `pora` binary.

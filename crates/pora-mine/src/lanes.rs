@@ -1,5 +1,5 @@
 //! The two Keccak-256 message shapes of the hot path computed straight on the 25-lane
-//! Keccak-f[1600] block (`pora_core::keccak::keccak256_padded_block`), bit-identical to `pora_core::hash0` / `pora_core::hash_step`.
+//! Keccak-f\[1600\] block (`pora_core::keccak::keccak256_padded_block`), bit-identical to `pora_core::hash0` / `pora_core::hash_step`.
 //!
 //! Both messages (96 and 64 bytes) fit one 136-byte rate block, so each hash is: load the
 //! message lanes, apply Ethereum's Keccak padding (0x01 after the message, 0x80 in the last rate

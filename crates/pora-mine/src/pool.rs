@@ -372,7 +372,7 @@ impl PoolIo {
 
 impl Drop for PoolIo {
     /// The idle workers drop their backends on their own threads and the factory's files close
-    /// on the errand thread, each waited for at most [`CLOSE_WAIT`]: on a healthy device every
+    /// on the errand thread, each waited for at most `CLOSE_WAIT`: on a healthy device every
     /// file is closed when this returns (Windows then lets the files be deleted), on a stalled
     /// one nothing here waits longer than that. Workers away end when the device lets them; one
     /// the kernel still holds reads for leaks its backend rather than wait.

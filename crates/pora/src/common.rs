@@ -124,7 +124,7 @@ pub struct SessionArgs {
     /// Miner address used in hash0; defaults to the files' header.
     #[arg(long, value_parser = parse_miner)]
     pub miner: Option<Address>,
-    /// Tune profile to use [default: `<first file>.pora-profile.toml` when present].
+    /// Tune profile to use (default: `<first file>.pora-profile.toml` when present).
     #[arg(long)]
     pub profile: Option<PathBuf>,
 }

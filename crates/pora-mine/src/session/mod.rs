@@ -5,7 +5,7 @@
 //! the request and takes its one-slot lock (`Miner::begin_slot`: a second caller gets
 //! [`MineError::Busy`]), which holds each pool with its device's side; each `auto` device
 //! decides its method from the page cache, the memory and what earlier slots measured, and
-//! switches between slots when another is clearly better ([`steering`], model in
+//! switches between slots when another is clearly better (`steering.rs`, model in
 //! [`crate::steer`]); the miner mines the slot (`slot.rs`: backends taken from each pool's
 //! shelf, one worker thread per backend, bounded end); each device learns from what the slot
 //! achieved; the caller gets one [`MinedSlot`]: the report and the choice each device ran with.

@@ -54,7 +54,7 @@ pub fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Dura
 /// Probes every candidate in turn, each reading for `each` once its backends are ready,
 /// opening it over `paths` with `io` (its method set per candidate); nothing reads past `until`
 /// whatever the device does (the reads still in flight then are withdrawn within
-/// [`PROBE_DRAIN`]).
+/// `PROBE_DRAIN`, 50 ms).
 pub fn probe_candidates(
     paths: &[PathBuf],
     io: &IoConfig,

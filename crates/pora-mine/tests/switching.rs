@@ -161,3 +161,87 @@ fn auto_reports_what_a_pinned_method_reports_with_a_steering_record_per_slot() {
         assert_eq!(pinned_choice.method, Method::Pread);
     }
 }
+
+/// A shard file written for a test, its pages dropped from the page cache so that `auto` sees
+/// a cold device it knows nothing of (the probe's case); `None` (with a SKIP line) where the
+/// OS does not drop them.
+fn cold_shard(dir: &std::path::Path, label: &str) -> Option<PathBuf> {
+    let path = write_shard(dir, 2, 8, 63);
+    // Dirty pages are not dropped: written back first.
+    std::fs::File::open(&path)
+        .and_then(|f| f.sync_all())
+        .unwrap();
+    match pora_io::host::page_cache::evict(&path) {
+        Ok(_) => Some(path),
+        Err(e) => {
+            skip_note!("SKIP {label}: the shard's pages cannot be dropped here ({e})");
+            None
+        }
+    }
+}
+
+/// On a cold device with nothing known, the probe measures threads x depth variants of each
+/// read path and the first slot mines with the knobs it adopted for the chosen path: the
+/// choice's threads and depth are the ones the record's `why` says the probe adopted.
+#[test]
+fn auto_mines_with_the_knobs_its_probe_adopted() {
+    let label = "auto_mines_with_the_knobs_its_probe_adopted";
+    let dir = test_dir();
+    let Some(path) = cold_shard(dir.path(), label) else {
+        return;
+    };
+    let auto = Session::open(
+        &[vec![path]],
+        &OpenOptions::default().with_profile(ProfileSource::Ignore),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let request = SlotRequest::new(randao(1)).with_nonces(0..3000);
+    auto.mine_slot(&request, &stop).unwrap();
+    let choice = &auto.choices()[0];
+    let why = &choice.why;
+    if !why.contains("probed in") {
+        skip_note!("SKIP {label}: no probe ran here (one read path opens, or the shard stayed in the page cache): {why}");
+        return;
+    }
+    if choice.method.read_path() == pora_io::ReadPath::Mapped {
+        skip_note!("SKIP {label}: the first slot took a map, whose knobs are not probed: {why}");
+        return;
+    }
+    let entry = [": ", "), "]
+        .iter()
+        .find_map(|before| why.find(&format!("{before}{} ", choice.method)))
+        .unwrap_or_else(|| panic!("the probe names {}: {why}", choice.method));
+    let adopted = format!("with {}x{} (", choice.threads, choice.depth);
+    let first_with = why[entry..].find("with ").map(|i| entry + i);
+    assert_eq!(
+        first_with,
+        why[entry..].find(&adopted).map(|i| entry + i),
+        "{} mines with {}x{}: {why}",
+        choice.method,
+        choice.threads,
+        choice.depth
+    );
+}
+
+/// Threads and depth the caller gave are never replaced by a probe's: `auto` on a cold device
+/// keeps them slot after slot.
+#[test]
+fn auto_keeps_the_callers_threads_and_depth() {
+    let label = "auto_keeps_the_callers_threads_and_depth";
+    let dir = test_dir();
+    let Some(path) = cold_shard(dir.path(), label) else {
+        return;
+    };
+    let mut options = OpenOptions::default().with_profile(ProfileSource::Ignore);
+    (options.threads, options.depth) = (Some(1), Some(3));
+    let auto = Session::open(&[vec![path]], &options).unwrap();
+    let stop = AtomicBool::new(false);
+    for slot in 0..2u8 {
+        let request = SlotRequest::new(randao(slot)).with_nonces(0..3000);
+        auto.mine_slot(&request, &stop).unwrap();
+        let choice = &auto.choices()[0];
+        assert_eq!((choice.threads, choice.depth), (1, 3), "{}", choice.why);
+        assert!(!choice.why.contains("probed in"), "{}", choice.why);
+    }
+}

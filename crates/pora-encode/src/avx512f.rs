@@ -96,18 +96,6 @@ pub fn form_constant(x: Fr) -> Limbs29 {
     to_limbs29(y.0)
 }
 
-/// Runs `$body` in a function compiled for avx512f (the vector helpers inline only there), with
-/// the parameters bound to the caller's variables of the same names. Only the methods of an
-/// [`Avx512f`] token use it, and the token exists only when the CPU has AVX-512F.
-macro_rules! with_avx512f {
-    (($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {{
-        #[target_feature(enable = "avx512f")]
-        fn inner($($arg: $ty),*) -> $ret $body
-        // SAFETY: reached only through an `Avx512f` token, so the CPU has avx512f.
-        unsafe { inner($($arg),*) }
-    }};
-}
-
 /// `$body` nine times with `$i` the constant 0, 1, ..., 8 (or once per listed constant, the `@`
 /// form): LLVM does not fully unroll the 9×9
 /// loops of a product, and with constant indices the 18 column sums live in registers instead of
@@ -135,66 +123,6 @@ impl Avx512f {
         std::arch::is_x86_feature_detected!("avx512f").then_some(Avx512f(()))
     }
 
-    /// Eight products `a[i]·b[i]` through the form and back (tests and benchmarks).
-    pub fn mul(self, a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-        with_avx512f!((a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-            from_form(mul(&to_form(a, None), &to_form(b, None)))
-        })
-    }
-
-    /// Eight `x^5`.
-    pub fn pow5(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        with_avx512f!((a: &[Fr; LANES]) -> [Fr; LANES] {
-            from_form(pow5(&to_form(a, None)))
-        })
-    }
-
-    /// Eight `a[0]·b[0] + a[1]·b[1] + a[2]·b[2]`, reduced once.
-    pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-        with_avx512f!((a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-            let a = [to_form(&a[0], None), to_form(&a[1], None), to_form(&a[2], None)];
-            let b = [to_form(&b[0], None), to_form(&b[1], None), to_form(&b[2], None)];
-            from_form(dot3(&a, &b, None))
-        })
-    }
-
-    /// The raw Montgomery product `(a·b + m·r) / 2^261` of eight pairs of 29-bit-limb values
-    /// (normalised limbs, below 2^261), not made canonical: tests check the lazy bounds with it,
-    /// and `vector-mul-floor` times it.
-    #[doc(hidden)]
-    pub fn mul_raw(self, a: &[Limbs29; LANES], b: &[Limbs29; LANES]) -> [Limbs29; LANES] {
-        with_avx512f!((a: &[Limbs29; LANES], b: &[Limbs29; LANES]) -> [Limbs29; LANES] {
-            store(&mul(&load(a), &load(b)))
-        })
-    }
-
-    /// The raw (lazy) square, as [`Avx512f::mul_raw`].
-    #[doc(hidden)]
-    pub fn square_raw(self, a: &[Limbs29; LANES]) -> [Limbs29; LANES] {
-        with_avx512f!((a: &[Limbs29; LANES]) -> [Limbs29; LANES] {
-            store(&square(&load(a)))
-        })
-    }
-
-    /// The raw (lazy) `a·b + c·d + e·f + plus` with one reduction, as [`Avx512f::mul_raw`].
-    #[doc(hidden)]
-    pub fn dot3_plus_raw(
-        self,
-        a: &[[Limbs29; LANES]; 3],
-        b: &[[Limbs29; LANES]; 3],
-        plus: &[Limbs29; LANES],
-    ) -> [Limbs29; LANES] {
-        with_avx512f!((
-            a: &[[Limbs29; LANES]; 3],
-            b: &[[Limbs29; LANES]; 3],
-            plus: &[Limbs29; LANES]
-        ) -> [Limbs29; LANES] {
-            let a = [load(&a[0]), load(&a[1]), load(&a[2])];
-            let b = [load(&b[0]), load(&b[1]), load(&b[2])];
-            store(&dot3(&a, &b, Some(&load(plus))))
-        })
-    }
-
     /// `n` rounds of `x = x·y` on `C` independent chains of eight lanes, in the form throughout
     /// (what `vector-mul-floor` times; the result only keeps the work from being optimised away).
     #[doc(hidden)]
@@ -215,7 +143,7 @@ impl Avx512f {
             }
             from_form(acc)
         }
-        // SAFETY: as in `with_avx512f!`: reached only through an `Avx512f` token.
+        // SAFETY: reached only through an `Avx512f` token, so the CPU has avx512f.
         unsafe { run::<C>(n) }
     }
 }
@@ -355,79 +283,16 @@ impl Wide {
     }
 }
 
-/// `a·b / 2^261` (lazy: below `(A·B/168 + 1)·r` for inputs below `A·r`, `B·r`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn mul(a: &Lanes, b: &Lanes) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    t.redc()
-}
-
-/// `a·b / 2^261 + plus` (lazy), the additions carried with the product.
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn mul_plus(a: &Lanes, b: &Lanes, plus: &[&Lanes]) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    for x in plus {
-        t.add_high(x);
-    }
-    t.redc()
-}
-
-/// `a² / 2^261` (lazy).
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn square(a: &Lanes) -> Lanes {
-    Wide::square(a).redc()
-}
-
-/// `(a0·b0 + a1·b1 + a2·b2) / 2^261 (+ plus)`: three products summed in the columns and reduced
-/// once (lazy: below `(Σ A_k·B_k / 168 + 1)·r`, plus `plus`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn dot3(a: &[Lanes; 3], b: &[Lanes; 3], plus: Option<&Lanes>) -> Lanes {
-    let mut t = Wide::zero();
-    for (x, y) in a.iter().zip(b.iter()) {
-        t.add_product(x, y);
-    }
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// `x^5` (lazy): two squares and a multiply; the bounds of [`crate::ifma::pow5`] hold.
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn pow5(x: &Lanes) -> Lanes {
-    let x2 = square(x);
-    let x4 = square(&x2);
-    mul(&x4, x)
-}
-
-/// Eight canonical 4×64 Montgomery elements (`a·2^256`) in the form (`a·2^261`), below `1.01r`,
-/// plus `plus` (lazy addition; with a canonical constant the sum is below `2.01r`).
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn to_form(x: &[Fr; LANES], plus: Option<&Lanes>) -> Lanes {
-    let limbs: [Limbs29; LANES] = std::array::from_fn(|lane| to_limbs29(x[lane].0));
-    let mut t = Wide::zero();
-    t.add_product(&load(&limbs), &splat(&TO_FORM));
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// Eight values in the form (below `84r`) as canonical 4×64 elements: the Montgomery product
-/// with `2^256 mod r` is below `2r` and one conditional subtraction per lane makes it canonical.
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) fn from_form(x: Lanes) -> [Fr; LANES] {
-    let limbs = store(&mul(&x, &splat(&FROM_FORM)));
-    std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs29(limbs[lane])))
+crate::poseidon_lanes::lane_arith! {
+    features: "avx512f",
+    limbs: Limbs29,
+    to_limbs: to_limbs29,
+    from_limbs: from_limbs29,
+    to_constant: TO_FORM,
+    from_constant: FROM_FORM,
+    to_form: to_form,
+    from_form: from_form,
+    token: Avx512f,
 }
 
 /// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512f` (once per test, so a

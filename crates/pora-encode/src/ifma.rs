@@ -103,18 +103,6 @@ pub fn ifma_constant(x: Fr) -> Limbs52 {
     to_limbs52(y.0)
 }
 
-/// Runs `$body` in a function compiled for avx512f and avx512ifma (the vector helpers inline only
-/// there), with the parameters bound to the caller's variables of the same names. Only the
-/// methods of an [`Ifma`] token use it, and the token exists only when the CPU has both.
-macro_rules! with_ifma {
-    (($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {{
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner($($arg: $ty),*) -> $ret $body
-        // SAFETY: reached only through an `Ifma` token, so the CPU has avx512f and avx512ifma.
-        unsafe { inner($($arg),*) }
-    }};
-}
-
 /// Proof that this CPU runs AVX-512F and AVX-512 IFMA: the only way to reach the vector code, so
 /// safe code cannot execute it on a CPU without those instructions.
 #[derive(Clone, Copy, Debug)]
@@ -127,82 +115,6 @@ impl Ifma {
         let ok = std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512ifma");
         ok.then_some(Ifma(()))
-    }
-
-    /// Eight products `a[i]·b[i]` through the IFMA form and back (tests and benchmarks; the
-    /// permutation converts once per batch, not per multiply).
-    pub fn mul(self, a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(mul(&to_ifma(a, None), &to_ifma(b, None)))
-        })
-    }
-
-    /// Eight squares.
-    pub fn square(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(square(&to_ifma(a, None)))
-        })
-    }
-
-    /// Eight `a[0]·b[0] + a[1]·b[1] + a[2]·b[2]`, reduced once.
-    pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-        with_ifma!((a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-            let a = [
-                to_ifma(&a[0], None),
-                to_ifma(&a[1], None),
-                to_ifma(&a[2], None),
-            ];
-            let b = [
-                to_ifma(&b[0], None),
-                to_ifma(&b[1], None),
-                to_ifma(&b[2], None),
-            ];
-            from_ifma(dot3(&a, &b, None))
-        })
-    }
-
-    /// Eight `x^5`.
-    pub fn pow5(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(pow5(&to_ifma(a, None)))
-        })
-    }
-
-    /// The raw Montgomery product `(a·b + m·r) / 2^260` of eight pairs of 52-bit-limb values
-    /// (normalised limbs, below 2^260), without making it canonical: tests check the lazy bounds
-    /// with it.
-    #[doc(hidden)]
-    pub fn mul_raw(self, a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        with_ifma!((a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-            store(&mul(&load(a), &load(b)))
-        })
-    }
-
-    /// The raw (lazy) square, as [`Ifma::mul_raw`].
-    #[doc(hidden)]
-    pub fn square_raw(self, a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        with_ifma!((a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-            store(&square(&load(a)))
-        })
-    }
-
-    /// The raw (lazy) `a·b + c·d + e·f + plus` with one reduction, as [`Ifma::mul_raw`].
-    #[doc(hidden)]
-    pub fn dot3_plus_raw(
-        self,
-        a: &[[Limbs52; LANES]; 3],
-        b: &[[Limbs52; LANES]; 3],
-        plus: &[Limbs52; LANES],
-    ) -> [Limbs52; LANES] {
-        with_ifma!((
-            a: &[[Limbs52; LANES]; 3],
-            b: &[[Limbs52; LANES]; 3],
-            plus: &[Limbs52; LANES]
-        ) -> [Limbs52; LANES] {
-            let a = [load(&a[0]), load(&a[1]), load(&a[2])];
-            let b = [load(&b[0]), load(&b[1]), load(&b[2])];
-            store(&dot3(&a, &b, Some(&load(plus))))
-        })
     }
 }
 
@@ -240,7 +152,7 @@ impl Ifma {
             }
             from_ifma(acc)
         }
-        // SAFETY: as in `with_ifma!`: reached only through an `Ifma` token, so the CPU has both.
+        // SAFETY: reached only through an `Ifma` token, so the CPU has avx512f and avx512ifma.
         unsafe { run::<C>(op, n) }
     }
 }
@@ -398,80 +310,16 @@ fn normalize(mut x: [__m512i; LIMBS]) -> Lanes {
     Lanes(x)
 }
 
-/// `a·b / 2^260` (lazy: below `(A·B/84 + 1)·r` for inputs below `A·r`, `B·r`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn mul(a: &Lanes, b: &Lanes) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    t.redc()
-}
-
-/// `a·b / 2^260 + plus` (lazy), the addition carried with the product.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn mul_plus(a: &Lanes, b: &Lanes, plus: &[&Lanes]) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    for x in plus {
-        t.add_high(x);
-    }
-    t.redc()
-}
-
-/// `a² / 2^260` (lazy).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn square(a: &Lanes) -> Lanes {
-    Wide::square(a).redc()
-}
-
-/// `(a0·b0 + a1·b1 + a2·b2) / 2^260 (+ plus)`: three products summed in the columns and reduced
-/// once (lazy: below `(Σ A_k·B_k / 84 + 1)·r`, plus `plus`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn dot3(a: &[Lanes; 3], b: &[Lanes; 3], plus: Option<&Lanes>) -> Lanes {
-    let mut t = Wide::zero();
-    for (x, y) in a.iter().zip(b.iter()) {
-        t.add_product(x, y);
-    }
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// `x^5` (lazy): two squares and a multiply. Inputs below `9r` give `x² < 2r`, `x⁴ < 1.05r`,
-/// `x^5 < 1.12r`; inputs below `61r` give `x² < 45r`, `x⁴ < 25r`, `x^5 < 19r`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn pow5(x: &Lanes) -> Lanes {
-    let x2 = square(x);
-    let x4 = square(&x2);
-    mul(&x4, x)
-}
-
-/// Eight canonical 4×64 Montgomery elements (`a·2^256`) in IFMA form (`a·2^260`), below `1.02r`,
-/// plus `plus` (lazy addition; with a canonical constant the sum is below `2.02r`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn to_ifma(x: &[Fr; LANES], plus: Option<&Lanes>) -> Lanes {
-    let limbs: [Limbs52; LANES] = std::array::from_fn(|lane| to_limbs52(x[lane].0));
-    let mut t = Wide::zero();
-    t.add_product(&load(&limbs), &splat(&TO_IFMA));
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// Eight IFMA-form values (below `84r`) as canonical 4×64 elements: the Montgomery product with
-/// `2^256 mod r` is below `2r` and one conditional subtraction per lane makes it canonical.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn from_ifma(x: Lanes) -> [Fr; LANES] {
-    let limbs = store(&mul(&x, &splat(&FROM_IFMA)));
-    std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs52(limbs[lane])))
+crate::poseidon_lanes::lane_arith! {
+    features: "avx512f,avx512ifma",
+    limbs: Limbs52,
+    to_limbs: to_limbs52,
+    from_limbs: from_limbs52,
+    to_constant: TO_IFMA,
+    from_constant: FROM_IFMA,
+    to_form: to_ifma,
+    from_form: from_ifma,
+    token: Ifma,
 }
 
 /// Eight elements' limbs in memory as one vector set: `sliced[j][lane]` is limb `j` of `lane`

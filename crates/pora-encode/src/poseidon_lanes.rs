@@ -1,6 +1,6 @@
 //! The width-3 Poseidon permutation over eight-lane vectors, written once for every vector field
-//! ([`crate::ifma`]'s 52-bit limbs, [`crate::avx512f`]'s 29-bit limbs): [`lane_permutation!`]
-//! expands to the constants, the rounds and the batch entry point inside the module that invokes
+//! ([`crate::ifma`]'s 52-bit limbs, [`crate::avx512f`]'s 29-bit limbs): [`lane_arith!`] expands
+//! the lane operations on top of a module's column sums, and [`lane_permutation!`] expands to the constants, the rounds and the batch entry point inside the module that invokes
 //! it, each function compiled for that module's CPU features. The vector module must provide
 //! `Lanes`, `splat`, `pow5`, `dot3`, `mul_plus` and `LANES`; the invocation names its limb type,
 //! its constant conversion and its conversions into and out of its Montgomery form.
@@ -298,3 +298,197 @@ macro_rules! lane_permutation {
 }
 
 pub(crate) use lane_permutation;
+
+/// Expands, in a vector module (`crate::ifma`, `crate::avx512f`), to the lane operations built on
+/// its `Wide` column sums (`zero`, `add_product`, `square`, `add_high`, `redc`) and its
+/// `load` / `store` / `splat`: `mul`, `mul_plus`, `square`, `dot3`, `pow5` and the conversions
+/// `$to_form` / `$from_form` between canonical 4×64 elements, the token's `mul`, `square`, `pow5`, `dot3` and raw
+/// (limb-level, for the bound tests) methods, (`a·2^256`) and the module's form
+/// (`a·R`), all lazy (a product of values below `A·r` and `B·r` reduces to below
+/// `(A·B·r/R + 1)·r`; `r/R` is below 1/84 for IFMA, 1/168 for AVX-512F). `$to_constant` is
+/// the integer whose Montgomery product with `a·2^256` is `a·R`; `$from_constant` is `2^256 mod r`.
+macro_rules! lane_arith {
+    (
+        features: $features:literal,
+        limbs: $limbs:ty,
+        to_limbs: $to_limbs:path,
+        from_limbs: $from_limbs:path,
+        to_constant: $to_constant:ident,
+        from_constant: $from_constant:ident,
+        to_form: $to_form:ident,
+        from_form: $from_form:ident,
+        token: $token:ident $(,)?
+    ) => {
+        impl $token {
+            /// Eight products `a[i]·b[i]` through the module's form and back (tests and
+            /// benchmarks; the permutation converts once per batch, not per multiply).
+            pub fn mul(self, a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
+                    $from_form(mul(&$to_form(a, None), &$to_form(b, None)))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a, b) }
+            }
+
+            /// Eight squares.
+            pub fn square(self, a: &[Fr; LANES]) -> [Fr; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[Fr; LANES]) -> [Fr; LANES] {
+                    $from_form(square(&$to_form(a, None)))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a) }
+            }
+
+            /// Eight `x^5`.
+            pub fn pow5(self, a: &[Fr; LANES]) -> [Fr; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[Fr; LANES]) -> [Fr; LANES] {
+                    $from_form(pow5(&$to_form(a, None)))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a) }
+            }
+
+            /// Eight `a[0]·b[0] + a[1]·b[1] + a[2]·b[2]`, reduced once.
+            pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
+                    let a = a.map(|x| $to_form(&x, None));
+                    let b = b.map(|x| $to_form(&x, None));
+                    $from_form(dot3(&a, &b, None))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a, b) }
+            }
+
+            /// The raw Montgomery product `(a·b + m·r) / R` of eight pairs of values in limbs
+            /// (normalised, below the multiplicand bound), not made canonical: tests check the
+            /// lazy bounds with it.
+            #[doc(hidden)]
+            pub fn mul_raw(self, a: &[$limbs; LANES], b: &[$limbs; LANES]) -> [$limbs; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[$limbs; LANES], b: &[$limbs; LANES]) -> [$limbs; LANES] {
+                    store(&mul(&load(a), &load(b)))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a, b) }
+            }
+
+            /// The raw (lazy) square, as `mul_raw`.
+            #[doc(hidden)]
+            pub fn square_raw(self, a: &[$limbs; LANES]) -> [$limbs; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(a: &[$limbs; LANES]) -> [$limbs; LANES] {
+                    store(&square(&load(a)))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a) }
+            }
+
+            /// The raw (lazy) `a·b + c·d + e·f + plus` with one reduction, as `mul_raw`.
+            #[doc(hidden)]
+            pub fn dot3_plus_raw(
+                self,
+                a: &[[$limbs; LANES]; 3],
+                b: &[[$limbs; LANES]; 3],
+                plus: &[$limbs; LANES],
+            ) -> [$limbs; LANES] {
+                #[target_feature(enable = $features)]
+                fn inner(
+                    a: &[[$limbs; LANES]; 3],
+                    b: &[[$limbs; LANES]; 3],
+                    plus: &[$limbs; LANES],
+                ) -> [$limbs; LANES] {
+                    let a = [load(&a[0]), load(&a[1]), load(&a[2])];
+                    let b = [load(&b[0]), load(&b[1]), load(&b[2])];
+                    store(&dot3(&a, &b, Some(&load(plus))))
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { inner(a, b, plus) }
+            }
+        }
+
+        /// `a·b / R` (lazy: below `(A·B·r/R + 1)·r` for inputs below `A·r`, `B·r`).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn mul(a: &Lanes, b: &Lanes) -> Lanes {
+            let mut t = Wide::zero();
+            t.add_product(a, b);
+            t.redc()
+        }
+
+        /// `a·b / R + plus` (lazy), the additions carried with the product.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn mul_plus(a: &Lanes, b: &Lanes, plus: &[&Lanes]) -> Lanes {
+            let mut t = Wide::zero();
+            t.add_product(a, b);
+            for x in plus {
+                t.add_high(x);
+            }
+            t.redc()
+        }
+
+        /// `a² / R` (lazy).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn square(a: &Lanes) -> Lanes {
+            Wide::square(a).redc()
+        }
+
+        /// `(a0·b0 + a1·b1 + a2·b2) / R (+ plus)`: three products summed in the columns and
+        /// reduced once (lazy: below `(Σ A_k·B_k·r/R + 1)·r`, plus `plus`).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn dot3(a: &[Lanes; 3], b: &[Lanes; 3], plus: Option<&Lanes>) -> Lanes {
+            let mut t = Wide::zero();
+            for (x, y) in a.iter().zip(b.iter()) {
+                t.add_product(x, y);
+            }
+            if let Some(p) = plus {
+                t.add_high(p);
+            }
+            t.redc()
+        }
+
+        /// `x^5` (lazy): two squares and a multiply. With `r/R < 1/84`: inputs below `9r` give
+        /// `x² < 2r`, `x⁴ < 1.05r`, `x^5 < 1.12r`; inputs below `61r` give `x² < 45r`,
+        /// `x⁴ < 25r`, `x^5 < 19r`.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn pow5(x: &Lanes) -> Lanes {
+            let x2 = square(x);
+            let x4 = square(&x2);
+            mul(&x4, x)
+        }
+
+        /// Eight canonical 4×64 Montgomery elements (`a·2^256`) in the module's form (`a·R`),
+        /// below `1.02r`, plus `plus` (lazy addition; with a canonical constant the sum is below
+        /// `2.02r`).
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn $to_form(x: &[Fr; LANES], plus: Option<&Lanes>) -> Lanes {
+            let limbs: [$limbs; LANES] = std::array::from_fn(|lane| $to_limbs(x[lane].0));
+            let mut t = Wide::zero();
+            t.add_product(&load(&limbs), &splat(&$to_constant));
+            if let Some(p) = plus {
+                t.add_high(p);
+            }
+            t.redc()
+        }
+
+        /// Eight values in the module's form (below `84r`) as canonical 4×64 elements: the
+        /// Montgomery product with `2^256 mod r` is below `2r` and one conditional subtraction
+        /// per lane makes it canonical.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn $from_form(x: Lanes) -> [Fr; LANES] {
+            let limbs = store(&mul(&x, &splat(&$from_constant)));
+            std::array::from_fn(|lane| Fr::from_montgomery_below_2r($from_limbs(limbs[lane])))
+        }
+    };
+}
+
+pub(crate) use lane_arith;

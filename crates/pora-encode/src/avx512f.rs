@@ -99,10 +99,12 @@ pub fn form_constant(x: Fr) -> Limbs29 {
 /// `$body` nine times with `$i` the constant 0, 1, ..., 8 (or once per listed constant, the `@`
 /// form): LLVM does not fully unroll the 9×9
 /// loops of a product, and with constant indices the 18 column sums live in registers instead of
-/// memory (measured: the loops cost about 1.5x).
+/// memory (measured: the loops cost about 1.5x). Exported (hidden) for `vector-mul-floor`.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! for9 {
     ($i:ident, $body:block) => {{
-        for9!(@ $i, $body, 0 1 2 3 4 5 6 7 8);
+        $crate::for9!(@ $i, $body, 0 1 2 3 4 5 6 7 8);
     }};
     (@ $i:ident, $body:block, $($n:literal)*) => {
         $({
@@ -299,20 +301,7 @@ crate::poseidon_lanes::lane_arith! {
 /// property test's cases do not repeat it): tests never pass silently on a CPU without it.
 #[cfg(test)]
 pub(crate) fn detect_or_skip(test: &str) -> Option<Avx512f> {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static SKIPPED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let token = Avx512f::detect();
-    if token.is_none() {
-        let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
-        if skipped
-            .get_or_insert_with(HashSet::new)
-            .insert(test.to_string())
-        {
-            eprintln!("SKIP: {test}: CPU lacks avx512f");
-        }
-    }
-    token
+    crate::field::test_values::detect_or_skip(test, "avx512f", Avx512f::detect)
 }
 
 #[cfg(test)]

@@ -413,20 +413,7 @@ pub(crate) fn canonical_integers(x: &Sliced) -> [[u64; 4]; LANES] {
 /// property test's cases do not repeat it): tests never pass silently on a CPU without IFMA.
 #[cfg(test)]
 pub(crate) fn detect_or_skip(test: &str) -> Option<Ifma> {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static SKIPPED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let ifma = Ifma::detect();
-    if ifma.is_none() {
-        let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
-        if skipped
-            .get_or_insert_with(HashSet::new)
-            .insert(test.to_string())
-        {
-            eprintln!("SKIP: {test}: CPU lacks avx512ifma");
-        }
-    }
-    ifma
+    crate::field::test_values::detect_or_skip(test, "avx512ifma", Ifma::detect)
 }
 
 #[cfg(test)]

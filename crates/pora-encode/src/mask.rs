@@ -73,7 +73,7 @@ pub fn coefficients_adx(adx: Adx, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) 
 
 /// Groups of eight IFMA lanes interleaved (chosen by measurement, docs/encoding.md).
 #[cfg(target_arch = "x86_64")]
-pub const IFMA_GROUPS: usize = 2;
+pub const IFMA_GROUPS: usize = 4;
 
 /// Groups of eight AVX-512F lanes interleaved (chosen by measurement, docs/BENCHMARKS.md 27.2).
 #[cfg(target_arch = "x86_64")]

@@ -285,6 +285,63 @@ impl Wide {
     }
 }
 
+/// One carry pass: every limb but the top one below 2^29 (the top one too when the value is below
+/// 2^261).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn normalize(mut x: [__m512i; LIMBS]) -> Lanes {
+    let mask = broadcast(LIMB_MASK);
+    for9!(@ J, {
+        x[J + 1] = _mm512_add_epi64(x[J + 1], _mm512_srli_epi64::<LIMB_BITS>(x[J]));
+        x[J] = _mm512_and_si512(x[J], mask);
+    }, 0 1 2 3 4 5 6 7);
+    Lanes(x)
+}
+
+/// Eight elements' limbs in memory as one vector set: `sliced[j][lane]` is limb `j` of `lane`
+/// (the NTT keeps its 4096 elements like this between stages).
+pub(crate) type Sliced = [[u64; LANES]; LIMBS];
+
+/// `4r` with each limb below the top one raised by 2^29, borrowed from the limb above (as
+/// [`crate::ifma`]'s with 2^52): `x + FOUR_R_SPREAD - t` is non-negative limb by limb for
+/// normalised `x` and any normalised `t < 2r`. `4r < 2^256` fits the 4×64 conversion.
+const FOUR_R_SPREAD: Limbs29 = {
+    let l = to_limbs29(FOUR_R);
+    let mut out = [0u64; LIMBS];
+    out[0] = l[0] + (1 << LIMB_BITS);
+    let mut j = 1;
+    while j < LIMBS - 1 {
+        out[j] = l[j] + (1 << LIMB_BITS) - 1;
+        j += 1;
+    }
+    out[LIMBS - 1] = l[LIMBS - 1] - 1;
+    out
+};
+/// `4r` as four 64-bit limbs (`r < 2^254`, so no fifth limb).
+const FOUR_R: [u64; 4] = {
+    assert!(MODULUS[3] < 1 << 62);
+    [
+        MODULUS[0] << 2,
+        (MODULUS[1] << 2) | (MODULUS[0] >> 62),
+        (MODULUS[2] << 2) | (MODULUS[1] >> 62),
+        (MODULUS[3] << 2) | (MODULUS[2] >> 62),
+    ]
+};
+/// The top limb of any value below `2r` is below `FOUR_R_SPREAD`'s.
+const _: () = {
+    let two_r = [
+        MODULUS[0] << 1,
+        (MODULUS[1] << 1) | (MODULUS[0] >> 63),
+        (MODULUS[2] << 1) | (MODULUS[1] >> 63),
+        (MODULUS[3] << 1) | (MODULUS[2] >> 63),
+    ];
+    assert!(to_limbs29(two_r)[LIMBS - 1] < FOUR_R_SPREAD[LIMBS - 1]);
+};
+
+/// The integer 1: the Montgomery product of `a·2^261` with it is `a` itself (canonical after one
+/// conditional subtraction), so the NTT's results need no second conversion.
+const ONE_INTEGER: Limbs29 = [1, 0, 0, 0, 0, 0, 0, 0, 0];
+
 crate::poseidon_lanes::lane_arith! {
     features: "avx512f",
     limbs: Limbs29,

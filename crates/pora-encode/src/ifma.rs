@@ -33,7 +33,7 @@ use crate::field::{Fr, INV, MODULUS};
 use core::arch::x86_64::{
     __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_loadu_epi64, _mm512_madd52hi_epu64,
     _mm512_madd52lo_epu64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_srli_epi64,
-    _mm512_storeu_epi64, _mm512_sub_epi64,
+    _mm512_storeu_epi64,
 };
 
 /// Elements per vector.
@@ -351,63 +351,6 @@ const _: () = {
 /// The integer 1: the Montgomery product of `a·2^260` with it is `a` itself (canonical after one
 /// conditional subtraction), so the NTT's results need no second conversion.
 const ONE_INTEGER: Limbs52 = [1, 0, 0, 0, 0];
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn load_sliced(x: &Sliced) -> Lanes {
-    let mut out = [_mm512_setzero_si512(); LIMBS];
-    for (v, row) in out.iter_mut().zip(x.iter()) {
-        // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned load reads exactly them.
-        *v = unsafe { _mm512_loadu_epi64(row.as_ptr().cast()) };
-    }
-    Lanes(out)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn store_sliced(x: &Lanes, out: &mut Sliced) {
-    for (row, v) in out.iter_mut().zip(x.0.iter()) {
-        // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned store writes exactly them.
-        unsafe { _mm512_storeu_epi64(row.as_mut_ptr().cast(), *v) };
-    }
-}
-
-/// Eight canonical 4×64 Montgomery elements in IFMA form (below `1.02r`), sliced.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn sliced_from_fr(x: &[Fr; LANES]) -> Sliced {
-    let mut out = [[0u64; LANES]; LIMBS];
-    store_sliced(&to_ifma(x, None), &mut out);
-    out
-}
-
-/// The radix-2 butterfly on eight pairs: `a, b <- a + b·w, a - b·w` (IFMA form, lazy). With `a`,
-/// `b` below `K·r` (`K ≤ 40`) and a canonical twiddle, `t = b·w < 1.48r`, so the new `a` is
-/// below `(K + 1.48)·r` and the new `b = a + 4r - t` below `(K + 4)·r`; both normalised.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn butterfly(a: &mut Sliced, b: &mut Sliced, w: &Sliced) {
-    let x = load_sliced(a);
-    let t = mul(&load_sliced(b), &load_sliced(w));
-    let spread = splat(&FOUR_R_SPREAD);
-    let mut sum = [_mm512_setzero_si512(); LIMBS];
-    let mut diff = [_mm512_setzero_si512(); LIMBS];
-    for j in 0..LIMBS {
-        sum[j] = _mm512_add_epi64(x.0[j], t.0[j]);
-        diff[j] = _mm512_sub_epi64(_mm512_add_epi64(x.0[j], spread.0[j]), t.0[j]);
-    }
-    store_sliced(&normalize(sum), a);
-    store_sliced(&normalize(diff), b);
-}
-
-/// Eight IFMA-form values (below `84r`) as canonical integers (`< r`, 4×64 limbs): the
-/// Montgomery product with the integer 1 is below `r + 1`, one conditional subtraction.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn canonical_integers(x: &Sliced) -> [[u64; 4]; LANES] {
-    let limbs = store(&mul(&load_sliced(x), &splat(&ONE_INTEGER)));
-    std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs52(limbs[lane])).0)
-}
 
 /// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512ifma` (once per test, so a
 /// property test's cases do not repeat it): tests never pass silently on a CPU without IFMA.

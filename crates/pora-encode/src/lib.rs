@@ -30,6 +30,8 @@ pub mod key;
 pub mod mask;
 pub mod ntt;
 #[cfg(target_arch = "x86_64")]
+pub mod ntt_avx512f;
+#[cfg(target_arch = "x86_64")]
 pub mod ntt_ifma;
 pub mod poseidon;
 #[cfg(target_arch = "x86_64")]

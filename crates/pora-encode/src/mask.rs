@@ -203,10 +203,18 @@ pub fn mask_into_with_kernel(
     let mut values = Box::new([Fr::ZERO; WORDS_PER_KV]);
     coefficients_with_kernel(kernel, key, &mut values)?;
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Ifma {
-        let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
-        ifma.ntt_to_bytes(&mut values, out);
-        return Ok(());
+    match kernel {
+        Kernel::Ifma => {
+            let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
+            ifma.ntt_to_bytes(&mut values, out);
+            return Ok(());
+        }
+        Kernel::Avx512f => {
+            let avx512f = Avx512f::detect().ok_or(kernel.unsupported())?;
+            avx512f.ntt_to_bytes(&mut values, out);
+            return Ok(());
+        }
+        Kernel::Portable | Kernel::Adx => {}
     }
     ntt_in_place_kernel(kernel, &mut values);
     for (word, v) in out.chunks_exact_mut(32).zip(values.iter()) {

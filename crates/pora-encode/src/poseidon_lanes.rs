@@ -302,7 +302,9 @@ pub(crate) use lane_permutation;
 /// Expands, in a vector module (`crate::ifma`, `crate::avx512f`), to the lane operations built on
 /// its `Wide` column sums (`zero`, `add_product`, `square`, `add_high`, `redc`) and its
 /// `load` / `store` / `splat`: `mul`, `mul_plus`, `square`, `dot3`, `pow5` and the conversions
-/// `$to_form` / `$from_form` between canonical 4×64 elements, the token's `mul`, `square`, `pow5`, `dot3` and raw
+/// `$to_form` / `$from_form` between canonical 4×64 elements, the NTT's sliced helpers
+/// (`sliced_from_fr`, `butterfly`, `canonical_integers`; the module gives `normalize`,
+/// `FOUR_R_SPREAD`, `ONE_INTEGER` and `Sliced`), the token's `mul`, `square`, `pow5`, `dot3` and raw
 /// (limb-level, for the bound tests) methods, (`a·2^256`) and the module's form
 /// (`a·R`), all lazy (a product of values below `A·r` and `B·r` reduces to below
 /// `(A·B·r/R + 1)·r`; `r/R` is below 1/84 for IFMA, 1/168 for AVX-512F). `$to_constant` is
@@ -488,7 +490,235 @@ macro_rules! lane_arith {
             let limbs = store(&mul(&x, &splat(&$from_constant)));
             std::array::from_fn(|lane| Fr::from_montgomery_below_2r($from_limbs(limbs[lane])))
         }
+
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn load_sliced(x: &Sliced) -> Lanes {
+            let mut out = [core::arch::x86_64::_mm512_setzero_si512(); LIMBS];
+            for (v, row) in out.iter_mut().zip(x.iter()) {
+                // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned load reads exactly them.
+                *v = unsafe { core::arch::x86_64::_mm512_loadu_epi64(row.as_ptr().cast()) };
+            }
+            Lanes(out)
+        }
+
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn store_sliced(x: &Lanes, out: &mut Sliced) {
+            for (row, v) in out.iter_mut().zip(x.0.iter()) {
+                // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned store writes exactly them.
+                unsafe { core::arch::x86_64::_mm512_storeu_epi64(row.as_mut_ptr().cast(), *v) };
+            }
+        }
+
+        /// Eight canonical 4×64 Montgomery elements in the module's form (below `1.02r`), sliced.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn sliced_from_fr(x: &[Fr; LANES]) -> Sliced {
+            let mut out = [[0u64; LANES]; LIMBS];
+            store_sliced(&$to_form(x, None), &mut out);
+            out
+        }
+
+        /// The radix-2 butterfly on eight pairs: `a, b <- a + b·w, a - b·w` (the module's form,
+        /// lazy). With `a`, `b` below `K·r` (`K ≤ 40`) and a canonical twiddle, `t = b·w < 1.48r`, so the new `a` is
+        /// below `(K + 1.48)·r` and the new `b = a + 4r - t` below `(K + 4)·r`; both normalised.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn butterfly(a: &mut Sliced, b: &mut Sliced, w: &Sliced) {
+            let x = load_sliced(a);
+            let t = mul(&load_sliced(b), &load_sliced(w));
+            let spread = splat(&FOUR_R_SPREAD);
+            let mut sum = [core::arch::x86_64::_mm512_setzero_si512(); LIMBS];
+            let mut diff = [core::arch::x86_64::_mm512_setzero_si512(); LIMBS];
+            for j in 0..LIMBS {
+                sum[j] = core::arch::x86_64::_mm512_add_epi64(x.0[j], t.0[j]);
+                diff[j] = core::arch::x86_64::_mm512_sub_epi64(
+                    core::arch::x86_64::_mm512_add_epi64(x.0[j], spread.0[j]),
+                    t.0[j],
+                );
+            }
+            store_sliced(&normalize(sum), a);
+            store_sliced(&normalize(diff), b);
+        }
+
+        /// Eight values in the module's form (below `84r`) as canonical integers (`< r`, 4×64 limbs): the
+        /// Montgomery product with the integer 1 is below `r + 1`, one conditional subtraction.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn canonical_integers(x: &Sliced) -> [[u64; 4]; LANES] {
+            let limbs = store(&mul(&load_sliced(x), &splat(&ONE_INTEGER)));
+            std::array::from_fn(|lane| Fr::from_montgomery_below_2r($from_limbs(limbs[lane])).0)
+        }
     };
 }
 
 pub(crate) use lane_arith;
+
+/// Expands, in an NTT module, to the vector NTT of [`crate::ntt_ifma`]'s design for the vector
+/// module `$v` (its `sliced_from_fr`, `butterfly`, `canonical_integers`, `Sliced`, `LIMBS`,
+/// `LANES`) compiled with `$features`: the twiddle vectors, `$token::ntt_to_bytes` and its tests.
+macro_rules! lane_ntt {
+    (
+        features: $features:literal,
+        vector: $v:ident,
+        constant: $constant:path,
+        token: $token:ident $(,)?
+    ) => {
+        use crate::arith::Portable;
+        use crate::field::Fr;
+        use crate::$v::{self as v, Sliced, LANES};
+        use crate::ntt::{bit_reverse, stages_adx, stages_with, twiddles};
+        use crate::{MASK_BYTES, WORDS_PER_KV};
+        use std::sync::OnceLock;
+
+        /// The first half-block length done on vectors: from here a vector of eight consecutive elements
+        /// holds eight butterflies' inputs of the same side.
+        const VECTOR_FROM_HALF: usize = LANES;
+        /// Vectors of eight elements in one KV.
+        const VECTORS: usize = WORDS_PER_KV / LANES;
+
+        /// The twiddles of the vector stages in the vector form, sliced: stage by stage (half-block 8, 16, ...,
+        /// 2048), the `half / 8` vectors of `ω^(k·step)` for `k = 0..half`.
+        fn twiddle_vectors() -> &'static [Sliced] {
+            static TWIDDLES: OnceLock<Vec<Sliced>> = OnceLock::new();
+            TWIDDLES.get_or_init(|| {
+                let tw = twiddles();
+                let mut out = Vec::with_capacity(VECTORS);
+                let mut half = VECTOR_FROM_HALF;
+                while half < WORDS_PER_KV {
+                    let step = WORDS_PER_KV / (2 * half);
+                    for k in 0..half / LANES {
+                        let mut sliced = [[0u64; LANES]; v::LIMBS];
+                        for lane in 0..LANES {
+                            let c = $constant(tw[(k * LANES + lane) * step]);
+                            for (row, limb) in sliced.iter_mut().zip(c) {
+                                row[lane] = limb;
+                            }
+                        }
+                        out.push(sliced);
+                    }
+                    half *= 2;
+                }
+                out
+            })
+        }
+
+        /// The nine vector stages, then the canonical big-endian words into `out`.
+        #[target_feature(enable = $features)]
+        fn vector_stages_to_bytes(values: &[Fr; WORDS_PER_KV], out: &mut [u8; MASK_BYTES]) {
+            let mut data: Vec<Sliced> = values
+                .chunks_exact(LANES)
+                .map(|c| v::sliced_from_fr(c.try_into().expect("eight elements")))
+                .collect();
+            let tw = twiddle_vectors();
+            let mut stage_start = 0;
+            let mut half_vectors = VECTOR_FROM_HALF / LANES;
+            while half_vectors < VECTORS {
+                let stage_tw = &tw[stage_start..stage_start + half_vectors];
+                for block in data.chunks_exact_mut(2 * half_vectors) {
+                    let (lo, hi) = block.split_at_mut(half_vectors);
+                    for ((a, b), w) in lo.iter_mut().zip(hi.iter_mut()).zip(stage_tw) {
+                        v::butterfly(a, b, w);
+                    }
+                }
+                stage_start += half_vectors;
+                half_vectors *= 2;
+            }
+            for (words, x) in out.chunks_exact_mut(32 * LANES).zip(&data) {
+                for (word, limbs) in words.chunks_exact_mut(32).zip(v::canonical_integers(x)) {
+                    for (bytes, limb) in word.chunks_exact_mut(8).zip(limbs.iter().rev()) {
+                        bytes.copy_from_slice(&limb.to_be_bytes());
+                    }
+                }
+            }
+        }
+
+        impl $token {
+            /// The mask words of the 4096 coefficients in `values` (which the scalar stages overwrite):
+            /// the NTT with its last nine stages on vectors, bit-identical to `crate::ntt::ntt_in_place`
+            /// followed by big-endian serialisation.
+            pub fn ntt_to_bytes(self, values: &mut [Fr; WORDS_PER_KV], out: &mut [u8; MASK_BYTES]) {
+                bit_reverse(values);
+                match crate::adx::Adx::detect() {
+                    Some(adx) => stages_adx(adx, values, 1, VECTOR_FROM_HALF),
+                    None => stages_with(Portable, values, 1, VECTOR_FROM_HALF),
+                }
+                // SAFETY: the token exists only when the CPU has every feature in `$features`.
+                unsafe { vector_stages_to_bytes(values, out) }
+            }
+        }
+
+        #[cfg(test)]
+        mod tests {
+            // The vector NTT against the scalar one on random and extreme inputs.
+
+            use super::*;
+            use crate::ntt::ntt_in_place_with;
+            use proptest::prelude::*;
+
+            fn check(ifma: $token, values: &[Fr; WORDS_PER_KV]) {
+                let mut want = Box::new(*values);
+                ntt_in_place_with(Portable, &mut want);
+                let mut scratch = Box::new(*values);
+                let mut got = vec![0u8; MASK_BYTES];
+                ifma.ntt_to_bytes(&mut scratch, (&mut got[..]).try_into().unwrap());
+                for (j, (word, v)) in got.chunks_exact(32).zip(want.iter()).enumerate() {
+                    assert_eq!(word, &v.to_be_bytes()[..], "word {j}");
+                }
+            }
+
+            #[test]
+            fn extreme_inputs_match_the_scalar_ntt() {
+                let Some(ifma) =
+                    crate::$v::detect_or_skip(concat!(module_path!(), "::extreme_inputs_match_the_scalar_ntt"))
+                else {
+                    return;
+                };
+                let minus_one = Fr::ZERO.sub_mod(Fr::ONE);
+                for fill in [
+                    Fr::ZERO,
+                    Fr::ONE,
+                    minus_one,
+                    Fr::from_be_bytes_mod_order(&[0xff; 32]),
+                ] {
+                    check(ifma, &[fill; WORDS_PER_KV]);
+                }
+                // Alternating r-1 and 0 / 1: the differences are at their largest in every stage.
+                let alternating: [Fr; WORDS_PER_KV] = std::array::from_fn(|i| {
+                    if i % 2 == 0 {
+                        minus_one
+                    } else {
+                        Fr::from_u64(i as u64 % 3)
+                    }
+                });
+                check(ifma, &alternating);
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+                #[test]
+                fn random_inputs_match_the_scalar_ntt(seed in any::<u64>()) {
+                    let Some(ifma) = crate::$v::detect_or_skip(concat!(module_path!(), "::random_inputs_match_the_scalar_ntt")) else {
+                        return Ok(());
+                    };
+                    let mut s = seed | 1;
+                    let values: [Fr; WORDS_PER_KV] = std::array::from_fn(|_| {
+                        let mut limbs = [0u64; 4];
+                        for l in limbs.iter_mut() {
+                            s ^= s << 13;
+                            s ^= s >> 7;
+                            s ^= s << 17;
+                            *l = s;
+                        }
+                        Fr::from_limbs(limbs)
+                    });
+                    check(ifma, &values);
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use lane_ntt;

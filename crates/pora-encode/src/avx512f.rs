@@ -368,8 +368,7 @@ mod tests {
     //! permutation keeps (`crate::poseidon_lanes`).
 
     use super::*;
-    use crate::arith::{Arith, Portable};
-    use crate::field::test_values::{self, edges};
+    use crate::field::test_values::edges;
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
 
@@ -456,39 +455,6 @@ mod tests {
         assert_eq!(ark_of_limbs(&FROM_FORM), two.pow([256]));
     }
 
-    fn check_lanes(token: Avx512f, x: [Fr; LANES], y: [Fr; LANES], z: [Fr; LANES]) {
-        let p = Portable;
-        let prod = token.mul(&x, &y);
-        let p5 = token.pow5(&z);
-        let dot = token.dot3(&[x, y, z], &[z, x, y]);
-        for i in 0..LANES {
-            assert_eq!(prod[i], p.mul(x[i], y[i]), "mul {:?} {:?}", x[i], y[i]);
-            assert_eq!(ark(prod[i]), ark(x[i]) * ark(y[i]));
-            assert_eq!(p5[i], p.pow5(z[i]), "pow5 {:?}", z[i]);
-            assert_eq!(
-                dot[i],
-                p.dot3([x[i], y[i], z[i]], [z[i], x[i], y[i]]),
-                "dot3"
-            );
-        }
-    }
-
-    #[test]
-    fn edge_values_match_portable_and_ark() {
-        let Some(token) = detect_or_skip("avx512f::edge_values_match_portable_and_ark") else {
-            return;
-        };
-        let e = edges();
-        let lanes_of = |xs: &[Fr]| -> [Fr; LANES] { std::array::from_fn(|i| xs[i % xs.len()]) };
-        for (n, &x) in e.iter().enumerate() {
-            for chunk in e.chunks(LANES) {
-                let ys = lanes_of(chunk);
-                check_lanes(token, [x; LANES], ys, lanes_of(&e[n..]));
-                check_lanes(token, ys, [x; LANES], ys);
-            }
-        }
-    }
-
     #[test]
     fn large_multiplicands_stay_within_the_bound() {
         let Some(token) = detect_or_skip("avx512f::large_multiplicands_stay_within_the_bound")
@@ -520,17 +486,6 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
-
-        #[test]
-        fn random_canonical_inputs_match_portable(
-            x in prop::array::uniform8(test_values::canonical_or(edges())),
-            y in prop::array::uniform8(test_values::canonical_or(edges())),
-            z in prop::array::uniform8(test_values::canonical_or(edges())),
-        ) {
-            if let Some(token) = detect_or_skip("avx512f::random_canonical_inputs_match_portable") {
-                check_lanes(token, x, y, z);
-            }
-        }
 
         /// Lazily reduced inputs as large as the permutation keeps them (`t1, t2 < 61r` in the
         /// partial rounds, canonical constants, addends below `2r`), and up to `84r`: right mod

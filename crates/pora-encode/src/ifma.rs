@@ -365,8 +365,7 @@ mod tests {
     //! inputs, and raw lazily reduced inputs up to the largest bound the permutation keeps.
 
     use super::*;
-    use crate::arith::{Arith, Portable};
-    use crate::field::test_values::{self, edges};
+    use crate::field::test_values::edges;
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
 
@@ -407,10 +406,6 @@ mod tests {
 
     fn inv_2_260() -> ark_bn254::Fr {
         ark_bn254::Fr::from(2u64).pow([260]).inverse().unwrap()
-    }
-
-    fn canonical() -> impl Strategy<Value = Fr> {
-        test_values::canonical_or(edges())
     }
 
     /// Five 64-bit limbs of a value below 2^260 as five normalised 52-bit limbs.
@@ -481,45 +476,6 @@ mod tests {
         }
     }
 
-    fn lanes_of(xs: &[Fr]) -> [Fr; LANES] {
-        std::array::from_fn(|i| xs[i % xs.len()])
-    }
-
-    fn check_lanes(ifma: Ifma, x: [Fr; LANES], y: [Fr; LANES], z: [Fr; LANES]) {
-        let p = Portable;
-        let prod = ifma.mul(&x, &y);
-        let sq = ifma.square(&x);
-        let p5 = ifma.pow5(&z);
-        let dot = ifma.dot3(&[x, y, z], &[z, x, y]);
-        for i in 0..LANES {
-            assert_eq!(prod[i], p.mul(x[i], y[i]), "mul {:?} {:?}", x[i], y[i]);
-            assert_eq!(ark(prod[i]), ark(x[i]) * ark(y[i]));
-            assert_eq!(sq[i], p.square(x[i]), "square {:?}", x[i]);
-            assert_eq!(p5[i], p.pow5(z[i]), "pow5 {:?}", z[i]);
-            let want = p.dot3([x[i], y[i], z[i]], [z[i], x[i], y[i]]);
-            assert_eq!(dot[i], want, "dot3");
-        }
-    }
-
-    #[test]
-    fn edge_values_match_portable_and_ark() {
-        let Some(ifma) = crate::ifma::detect_or_skip("ifma::edge_values_match_portable_and_ark")
-        else {
-            return;
-        };
-        let e = edges();
-        for (n, &x) in e.iter().enumerate() {
-            // Every lane a different partner: all pairs of edge values are covered.
-            let xs = [x; LANES];
-            for chunk in e.chunks(LANES) {
-                let ys = lanes_of(chunk);
-                let zs = lanes_of(&e[n..]);
-                check_lanes(ifma, xs, ys, zs);
-                check_lanes(ifma, ys, xs, ys);
-            }
-        }
-    }
-
     #[test]
     fn raw_extremes_stay_within_the_lazy_bounds() {
         let Some(ifma) =
@@ -544,17 +500,6 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
-
-        #[test]
-        fn random_canonical_inputs_match_portable(
-            x in prop::array::uniform8(canonical()),
-            y in prop::array::uniform8(canonical()),
-            z in prop::array::uniform8(canonical()),
-        ) {
-            if let Some(ifma) = detect_or_skip("ifma::random_canonical_inputs_match_portable") {
-                check_lanes(ifma, x, y, z);
-            }
-        }
 
         /// Lazily reduced inputs as large as the permutation keeps them (`t1, t2 < 61r` in the
         /// partial rounds, `x < 19r` after them, canonical constants): the results are right mod

@@ -301,14 +301,15 @@ pub(crate) use lane_permutation;
 
 /// Expands, in a vector module (`crate::ifma`, `crate::avx512f`), to the lane operations built on
 /// its `Wide` column sums (`zero`, `add_product`, `square`, `add_high`, `redc`) and its
-/// `load` / `store` / `splat`: `mul`, `mul_plus`, `square`, `dot3`, `pow5` and the conversions
-/// `$to_form` / `$from_form` between canonical 4×64 elements, the NTT's sliced helpers
-/// (`sliced_from_fr`, `butterfly`, `canonical_integers`; the module gives `normalize`,
-/// `FOUR_R_SPREAD`, `ONE_INTEGER` and `Sliced`), the token's `mul`, `square`, `pow5`, `dot3` and raw
-/// (limb-level, for the bound tests) methods, (`a·2^256`) and the module's form
-/// (`a·R`), all lazy (a product of values below `A·r` and `B·r` reduces to below
-/// `(A·B·r/R + 1)·r`; `r/R` is below 1/84 for IFMA, 1/168 for AVX-512F). `$to_constant` is
-/// the integer whose Montgomery product with `a·2^256` is `a·R`; `$from_constant` is `2^256 mod r`.
+/// `load` / `store` / `splat`: `mul`, `mul_plus`, `square`, `dot3`, `pow5`; the conversions
+/// `$to_form` / `$from_form` between canonical 4×64 elements (`a·2^256`) and the module's form
+/// (`a·R`); the NTT's sliced helpers (`sliced_from_fr`, `butterfly`, `canonical_integers`; the
+/// module gives `normalize`, `FOUR_R_SPREAD`, `ONE_INTEGER` and `Sliced`); the token's `mul`,
+/// `square`, `pow5`, `dot3` and raw (limb-level, for the bound tests) methods; and the tests of
+/// those methods against the portable field (the module keeps its raw-bound tests and gives
+/// `detect_or_skip`). All lazy: a product of values below `A·r` and `B·r` reduces to below
+/// `(A·B·r/R + 1)·r`; `r/R` is below 1/84 for IFMA, 1/168 for AVX-512F. `$to_constant` is the
+/// integer whose Montgomery product with `a·2^256` is `a·R`; `$from_constant` is `2^256 mod r`.
 macro_rules! lane_arith {
     (
         features: $features:literal,
@@ -321,6 +322,76 @@ macro_rules! lane_arith {
         from_form: $from_form:ident,
         token: $token:ident $(,)?
     ) => {
+        #[cfg(test)]
+        mod lane_tests {
+            // The eight-lane operations against the portable field and ark-ff: every pair of
+            // edge values, and random canonical inputs.
+
+            use super::*;
+            use crate::arith::{Arith, Portable};
+            use crate::field::test_values::{self, edges};
+            use ark_ff::PrimeField;
+            use proptest::prelude::*;
+
+            fn ark(x: Fr) -> ark_bn254::Fr {
+                ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
+            }
+
+            fn lanes_of(xs: &[Fr]) -> [Fr; LANES] {
+                std::array::from_fn(|i| xs[i % xs.len()])
+            }
+
+            fn check_lanes(token: $token, x: [Fr; LANES], y: [Fr; LANES], z: [Fr; LANES]) {
+                let p = Portable;
+                let prod = token.mul(&x, &y);
+                let sq = token.square(&x);
+                let p5 = token.pow5(&z);
+                let dot = token.dot3(&[x, y, z], &[z, x, y]);
+                for i in 0..LANES {
+                    assert_eq!(prod[i], p.mul(x[i], y[i]), "mul {:?} {:?}", x[i], y[i]);
+                    assert_eq!(ark(prod[i]), ark(x[i]) * ark(y[i]));
+                    assert_eq!(sq[i], p.square(x[i]), "square {:?}", x[i]);
+                    assert_eq!(p5[i], p.pow5(z[i]), "pow5 {:?}", z[i]);
+                    let want = p.dot3([x[i], y[i], z[i]], [z[i], x[i], y[i]]);
+                    assert_eq!(dot[i], want, "dot3");
+                }
+            }
+
+            #[test]
+            fn edge_values_match_portable_and_ark() {
+                let test = concat!(module_path!(), "::edge_values_match_portable_and_ark");
+                let Some(token) = detect_or_skip(test) else {
+                    return;
+                };
+                let e = edges();
+                for (n, &x) in e.iter().enumerate() {
+                    // Every lane a different partner: all pairs of edge values are covered.
+                    let xs = [x; LANES];
+                    for chunk in e.chunks(LANES) {
+                        let ys = lanes_of(chunk);
+                        check_lanes(token, xs, ys, lanes_of(&e[n..]));
+                        check_lanes(token, ys, xs, ys);
+                    }
+                }
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+                #[test]
+                fn random_canonical_inputs_match_portable(
+                    x in prop::array::uniform8(test_values::canonical_or(edges())),
+                    y in prop::array::uniform8(test_values::canonical_or(edges())),
+                    z in prop::array::uniform8(test_values::canonical_or(edges())),
+                ) {
+                    let test = concat!(module_path!(), "::random_canonical_inputs_match_portable");
+                    if let Some(token) = detect_or_skip(test) {
+                        check_lanes(token, x, y, z);
+                    }
+                }
+            }
+        }
+
         impl $token {
             /// Eight products `a[i]·b[i]` through the module's form and back (tests and
             /// benchmarks; the permutation converts once per batch, not per multiply).

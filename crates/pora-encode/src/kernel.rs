@@ -19,8 +19,7 @@ pub enum Kernel {
     /// `crate::adx::Adx`: MULX/ADCX/ADOX assembly, x86-64 with BMI2 and ADX.
     Adx,
     /// `crate::avx512f`: eight lanes of 29-bit limbs on AVX-512F (no IFMA) for the permutations
-    /// (the NTT runs on `Adx` where the CPU has it, else portable). Chosen only where IFMA is
-    /// missing.
+    /// and nine NTT stages (`crate::ntt_avx512f`). Chosen only where IFMA is missing.
     Avx512f,
     /// `crate::ifma`: eight lanes of 52-bit limbs on AVX-512 IFMA for the permutations (the NTT
     /// runs on `Adx` where the CPU has it, else portable).

@@ -1,9 +1,11 @@
-//! The width-3 Poseidon permutation over eight-lane vectors, written once for every vector field
-//! ([`crate::ifma`]'s 52-bit limbs, [`crate::avx512f`]'s 29-bit limbs): [`lane_arith!`] expands
-//! the lane operations on top of a module's column sums, and [`lane_permutation!`] expands to the constants, the rounds and the batch entry point inside the module that invokes
-//! it, each function compiled for that module's CPU features. The vector module must provide
-//! `Lanes`, `splat`, `pow5`, `dot3`, `mul_plus` and `LANES`; the invocation names its limb type,
-//! its constant conversion and its conversions into and out of its Montgomery form.
+//! The width-3 Poseidon permutation and the NTT over eight-lane vectors, written once for every
+//! vector field ([`crate::ifma`]'s 52-bit limbs, [`crate::avx512f`]'s 29-bit limbs), as three
+//! macros each vector module expands with its own CPU features: [`lane_arith!`] (the lane
+//! operations on top of the module's column sums, and their tests), [`lane_permutation!`] (the
+//! constants, the rounds and the batch entry point) and [`lane_ntt!`] (the vector NTT). The
+//! vector module must provide `Lanes`, `splat`, `load`, `store`, `Wide` and `LANES`; the
+//! invocations name its limb type, its constant conversion and its conversions into and out of
+//! its Montgomery form.
 //!
 //! Same optimised rounds as [`crate::poseidon`] (constants moved forward, sparse partial rounds),
 //! with the constants converted to the vector form once per process.

@@ -2,7 +2,7 @@
 # es-node's encoder through pora, per kernel: ms per KV per core of the hooked `Encode` (the
 # es-node stand-in in bindings/go/esnode, BenchmarkEncoderMask: through the Go package, a new
 # 128 KiB mask per call as es-node gets it) on 1 and 2 goroutines, for each kernel this CPU runs
-# (ifma, adx, portable; PORA_ENCODE_ARITH forces one per process), ROUNDS rounds with the
+# (ifma, avx512f, adx, portable; PORA_ENCODE_ARITH forces one per process), ROUNDS rounds with the
 # kernels interleaved within each round. Prints the machine's load first, every measurement,
 # then per kernel and goroutine count the min and median over the rounds. Run it on a quiet
 # machine: ms/KV/core is wall time x goroutines / KVs (cpu-ms/KV, the process's CPU time per KV,
@@ -40,7 +40,7 @@ echo "compilers running: $(pgrep -c rustc || true) rustc, $(pgrep -c -x compile 
 echo "KVs per measurement: $KVS; rounds: $ROUNDS; library: ${tags[*]:-production}"
 
 for round in $(seq 1 "$ROUNDS"); do
-    for kernel in ifma adx portable; do
+    for kernel in ifma avx512f adx portable; do
         # A kernel this CPU lacks: the benchmark prints "SKIP: ... PORA_ENCODE_ARITH ..." itself.
         (cd bindings/go/esnode && PORA_ENCODE_ARITH=$kernel "$work/esnode.test" -test.run '^$' \
             -test.bench '^BenchmarkEncoderMask$' -test.benchtime "${KVS}x" -test.v) |

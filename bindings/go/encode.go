@@ -77,8 +77,8 @@ func Mask(key [32]byte, out []byte) error {
 	return err
 }
 
-// EncodeKernel names the encoder's multiply kernel for this process ("portable", "adx" or
-// "ifma"), chosen once (the fastest this CPU runs, or PORA_ENCODE_ARITH) and checked, with every
+// EncodeKernel names the encoder's multiply kernel for this process ("portable", "adx",
+// "avx512f" or "ifma"), chosen once (the fastest this CPU runs, or PORA_ENCODE_ARITH) and checked, with every
 // kernel this CPU could run. A bad PORA_ENCODE_ARITH (an unknown name, or a kernel this CPU
 // lacks) is ErrInvalidArgument naming the variable: call it (or NewEncoder) before writing the
 // first KV, so a bad setting stops the program there rather than failing every mask later.

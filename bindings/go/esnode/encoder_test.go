@@ -169,7 +169,7 @@ func TestEncoderMatchesVectorsOnEveryKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kernel := range []string{"portable", "adx", "ifma"} {
+	for _, kernel := range []string{"portable", "adx", "avx512f", "ifma"} {
 		t.Run(kernel, func(t *testing.T) {
 			if !strings.Contains(" "+strings.Join(supported, " ")+" ", " "+kernel+" ") {
 				t.Skipf("SKIP: this CPU lacks pora's %s kernel (it runs %v)", kernel, supported)

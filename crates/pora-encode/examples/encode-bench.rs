@@ -1,11 +1,11 @@
 //! CPU time per KV of the fast path (portable multiply with 1, 2, 4 interleaved lanes; the
-//! MULX/ADX assembly multiply with 1 and 4 lanes; AVX-512 IFMA with 1, 2, 4 groups of eight
-//! lanes) and the reference path, measured interleaved in one run with per-thread CPU time
+//! MULX/ADX assembly multiply with 1 and 4 lanes; AVX-512 IFMA and AVX-512F without IFMA with 1,
+//! 2, 4 groups of eight lanes) and the reference path, measured interleaved in one run with per-thread CPU time
 //! (robust to other load on a shared machine), and the throughput of N threads. Run:
 //! `cargo run --release -p pora-encode --example encode-bench`.
 //!
 //! `encode-bench kernels [ROUNDS]` prints only the whole mask (permutations + NTT) in ms per KV
-//! per core on each kernel this CPU runs (portable / adx / ifma), side by side, interleaved.
+//! per core on each kernel this CPU runs (portable / adx / avx512f / ifma), side by side, interleaved.
 
 use pora_encode::field::Fr;
 use pora_encode::mask::coefficients_with_lanes;
@@ -58,7 +58,20 @@ fn coeffs_ifma<const G: usize>(n: u64) {
     let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
     #[cfg(target_arch = "x86_64")]
     if let Some(ifma) = pora_encode::ifma::Ifma::detect() {
-        pora_encode::mask::coefficients_ifma_groups::<G>(ifma, &key(n), &mut out);
+        pora_encode::mask::coefficients_lane_groups::<G, _>(ifma, &key(n), &mut out);
+        std::hint::black_box(&out);
+        return;
+    }
+    coefficients_with_lanes::<4>(&key(n), &mut out);
+    std::hint::black_box(&out);
+}
+
+/// AVX-512F (no IFMA) with `G` groups of eight lanes (falls back to portable on a CPU without it).
+fn coeffs_avx512f<const G: usize>(n: u64) {
+    let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx512f) = pora_encode::avx512f::Avx512f::detect() {
+        pora_encode::mask::coefficients_lane_groups::<G, _>(avx512f, &key(n), &mut out);
         std::hint::black_box(&out);
         return;
     }
@@ -103,7 +116,7 @@ fn main() {
     }
     let pairs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     println!("CPU ms per KV (thread CPU time), {pairs} interleaved rounds");
-    let variants: [Variant; 11] = [
+    let variants: [Variant; 14] = [
         ("reference mask", 3, &|n| {
             std::hint::black_box(reference::mask(&key(n)));
         }),
@@ -115,6 +128,9 @@ fn main() {
         ("ifma coeffs G=1 (x8)", 20, &coeffs_ifma::<1>),
         ("ifma coeffs G=2 (x16)", 20, &coeffs_ifma::<2>),
         ("ifma coeffs G=4 (x32)", 20, &coeffs_ifma::<4>),
+        ("avx512f coeffs G=1 (x8)", 20, &coeffs_avx512f::<1>),
+        ("avx512f coeffs G=2 (x16)", 20, &coeffs_avx512f::<2>),
+        ("avx512f coeffs G=4 (x32)", 20, &coeffs_avx512f::<4>),
         ("coeffs dispatched", 20, &|n| {
             let mut out = Box::new([Fr::ZERO; WORDS_PER_KV]);
             pora_encode::mask::coefficients_into(&key(n), &mut out);

@@ -2,7 +2,8 @@
 //! throughput (four independent chains, as the 4-lane Poseidon interleaves them) of multiply,
 //! square and `dot3`, portable Rust vs the MULX/ADX assembly vs ark-ff, measured interleaved
 //! (three rounds); and, on CPUs with AVX-512 IFMA, the eight-lane kernels per element (one and
-//! two chains of eight lanes, lazy IFMA form). Run:
+//! two chains of eight lanes, lazy IFMA form) and the IFMA instruction throughput on 512- and
+//! 256-bit vectors. Run:
 //! `cargo run --release -p pora-encode --example mul-bench`.
 
 use ark_ff::Field;
@@ -125,6 +126,65 @@ fn print_ifma() {
             r[0], r[1], r[2]
         );
     }
+    if std::arch::is_x86_feature_detected!("avx512vl") {
+        let (zmm, ymm) = ifma_peak();
+        println!(
+            "  ifma peak: {zmm:.2} zmm or {ymm:.2} ymm vpmadd52luq per ns ({:.1} and {:.1} lanes per ns)",
+            zmm * 8.0,
+            ymm * 4.0
+        );
+    }
+}
+
+/// The IFMA instruction throughput: twelve independent `vpmadd52luq` chains on 512-bit and on
+/// 256-bit vectors, instructions per ns of thread CPU time. Zen 4 runs 512-bit operations as two
+/// 256-bit halves: equal lanes per ns mean narrower vectors buy nothing. The factors go through
+/// `black_box` so the compiler cannot fold the chains.
+#[cfg(target_arch = "x86_64")]
+fn ifma_peak() -> (f64, f64) {
+    use std::arch::x86_64::*;
+    const CHAINS: usize = 12;
+    #[target_feature(enable = "avx512f,avx512ifma,avx512vl")]
+    fn zmm(n: u64) -> __m512i {
+        let b = std::hint::black_box(_mm512_set1_epi64(3));
+        let c = std::hint::black_box(_mm512_set1_epi64(5));
+        let mut acc = [_mm512_set1_epi64(1); CHAINS];
+        for _ in 0..n {
+            for a in acc.iter_mut() {
+                *a = _mm512_madd52lo_epu64(*a, b, c);
+            }
+        }
+        acc.iter()
+            .fold(_mm512_setzero_si512(), |s, a| _mm512_add_epi64(s, *a))
+    }
+    #[target_feature(enable = "avx512f,avx512ifma,avx512vl")]
+    fn ymm(n: u64) -> __m256i {
+        let b = std::hint::black_box(_mm256_set1_epi64x(3));
+        let c = std::hint::black_box(_mm256_set1_epi64x(5));
+        let mut acc = [_mm256_set1_epi64x(1); CHAINS];
+        for _ in 0..n {
+            for a in acc.iter_mut() {
+                *a = _mm256_madd52lo_epu64(*a, b, c);
+            }
+        }
+        acc.iter()
+            .fold(_mm256_setzero_si256(), |s, a| _mm256_add_epi64(s, *a))
+    }
+    let per_ns = |f: &dyn Fn()| {
+        let t = thread_cpu_time();
+        f();
+        (N * CHAINS as u64) as f64 / (thread_cpu_time() - t).as_nanos() as f64
+    };
+    let z = per_ns(&|| {
+        // SAFETY: the caller checked avx512vl, and `print_ifma` avx512ifma (an `Ifma` token),
+        // which implies avx512f.
+        std::hint::black_box(unsafe { zmm(N) });
+    });
+    let y = per_ns(&|| {
+        // SAFETY: as for `zmm` just above.
+        std::hint::black_box(unsafe { ymm(N) });
+    });
+    (z, y)
 }
 
 fn main() {

@@ -7,8 +7,9 @@
 //! [`Fr::mul_mod`] on random inputs before it is timed. Printed per round (three, interleaved):
 //! thread CPU ns per element multiplied, four independent chains each, the MULX/ADX scalar
 //! multiply and the IFMA eight-lane multiply alongside, each vector one's ratio to MULX, and a
-//! hybrid step (AVX2 and MULX chains in one loop: do they overlap?). docs/BENCHMARKS.md 27.1
-//! turns the ratios into mask times.
+//! hybrid step (AVX2 and MULX chains in one loop: do they overlap?), and the multiply of the
+//! crate's `avx512f` kernel (`pora_encode::avx512f`, built from this one). docs/BENCHMARKS.md
+//! 27.1 turns the ratios into mask times.
 //! Run: `cargo run --release -p pora-encode --example vector-mul-floor`.
 
 // Only the x86_64 floor measures CPU time; elsewhere the example just says it has nothing to run.
@@ -21,6 +22,7 @@ mod floor {
     use crate::cpu_time::thread_cpu_time;
     use pora_encode::arith::Arith;
     use pora_encode::field::{Fr, MODULUS};
+    use pora_encode::for9;
     use std::arch::x86_64::*;
 
     /// Limbs of 29 bits: nine cover 261 bits.
@@ -72,19 +74,6 @@ mod floor {
             }
         }
         out
-    }
-
-    /// `body` nine times with `$i` the constant 0, 1, ..., 8.
-    macro_rules! for9 {
-        ($i:ident, $body:block) => {{
-            for9!(@ $i, $body, 0 1 2 3 4 5 6 7 8);
-        }};
-        (@ $i:ident, $body:block, $($n:literal)*) => {
-            $({
-                const $i: usize = $n;
-                $body
-            })*
-        };
     }
 
     /// One lazy Montgomery multiply over vectors of lanes, written once for both widths.
@@ -458,6 +447,15 @@ mod floor {
         std::hint::black_box(ifma.chain::<4>(ChainOp::Mul, rounds));
         (thread_cpu_time() - t).as_nanos() as f64 / (rounds * (4 * LANES) as u64) as f64
     }
+
+    /// CPU ns per element of the crate's AVX-512F kernel multiply (`pora_encode::avx512f`, the
+    /// one the `avx512f` kernel runs), four chains of eight lanes.
+    pub fn kernel_avx512f_ns(token: pora_encode::avx512f::Avx512f) -> f64 {
+        use pora_encode::avx512f::LANES;
+        let t = thread_cpu_time();
+        std::hint::black_box(token.mul_chain::<4>(STEPS));
+        (thread_cpu_time() - t).as_nanos() as f64 / (STEPS * (4 * LANES) as u64) as f64
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -502,6 +500,13 @@ fn main() {
                 (16, floor::hybrid_ns::<16>(adx)),
             ] {
                 line += &format!(" | avx2 x16 + mulx x{s} {ns:.2}");
+            }
+        }
+        if let Some(token) = pora_encode::avx512f::Avx512f::detect() {
+            let ns = floor::kernel_avx512f_ns(token);
+            line += &format!(" | kernel avx512f x8 {ns:.2}");
+            if let Some(m) = mulx {
+                line += &format!(" ({:.2}x mulx)", m / ns);
             }
         }
         if let Some(ifma) = ifma {

@@ -127,60 +127,62 @@ macro_rules! final_subtract {
     };
 }
 
-/// The CIOS frame [`mont_mul`] and [`mont_dot3`] share, as one `asm!` statement: the accumulator
-/// t0..t3 cleared, the caller's product and reduction rows (`product_row!` / `reduce_row!`, each
-/// followed by a comma), the final subtraction, and one operand list: `{a}` and `{b}` the input
-/// pointers, `{m}` [`MONT`]; the result, in t4, t0, t1, t2 after four rotations, goes to
-/// `$r0..$r3`; t3, lo, hi and rdx are clobbered. The caller wraps it in `unsafe`, saying why its
-/// reads at `{a}` and `{b}` are in bounds.
-macro_rules! cios_asm {
-    ([$r0:ident, $r1:ident, $r2:ident, $r3:ident], $a:expr, $b:expr, $($rows:tt)*) => {
-        asm!(
-            "xor {t0:e}, {t0:e}",
-            "xor {t1:e}, {t1:e}",
-            "xor {t2:e}, {t2:e}",
-            "xor {t3:e}, {t3:e}",
-            $($rows)*
-            final_subtract!("t4", "t0", "t1", "t2", "t3"),
-            a = in(reg) $a,
-            b = in(reg) $b,
-            m = in(reg) MONT.as_ptr(),
-            t0 = out(reg) $r1,
-            t1 = out(reg) $r2,
-            t2 = out(reg) $r3,
-            t3 = out(reg) _,
-            t4 = out(reg) $r0,
-            lo = out(reg) _,
-            hi = out(reg) _,
-            out("rdx") _,
-            options(pure, readonly, nostack),
-        )
-    };
+/// The CIOS frame [`mont_mul`] and [`mont_dot3`] share, as one `asm!` statement in an `unsafe`
+/// block, evaluating to the result limbs: the accumulator t0..t3 cleared, the first product row
+/// (`a[0]·b`), the caller's further product and reduction rows (`product_row!` / `reduce_row!`,
+/// each followed by a comma), the final subtraction, and one operand list: `{a}` and `{b}` the
+/// input pointers, `{m}` [`MONT`]; the result, in t4, t0, t1, t2 after four rotations; t3, lo, hi
+/// and rdx are clobbered. Each caller says (`Reads:`) why its rows' reads at `{a}` and `{b}` are
+/// in bounds.
+macro_rules! cios {
+    ($a:expr, $b:expr, $($rows:tt)*) => {{
+        let (r0, r1, r2, r3): (u64, u64, u64, u64);
+        // SAFETY: reachable only through an `Adx` token, i.e. on a CPU with BMI2 and ADX. The
+        // assembly reads at `{a}` and `{b}` only what the caller's `Reads:` comment shows is
+        // inside its operands, 40 bytes at `MONT` (valid, aligned u64s), writes only its
+        // declared register outputs, and does not touch the stack.
+        unsafe {
+            asm!(
+                "xor {t0:e}, {t0:e}",
+                "xor {t1:e}, {t1:e}",
+                "xor {t2:e}, {t2:e}",
+                "xor {t3:e}, {t3:e}",
+                product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
+                $($rows)*
+                final_subtract!("t4", "t0", "t1", "t2", "t3"),
+                a = in(reg) $a,
+                b = in(reg) $b,
+                m = in(reg) MONT.as_ptr(),
+                t0 = out(reg) r1,
+                t1 = out(reg) r2,
+                t2 = out(reg) r3,
+                t3 = out(reg) _,
+                t4 = out(reg) r0,
+                lo = out(reg) _,
+                hi = out(reg) _,
+                out("rdx") _,
+                options(pure, readonly, nostack),
+            );
+        }
+        [r0, r1, r2, r3]
+    }};
 }
 
 /// Montgomery product `a·b·R^{-1} mod r` of two canonical values, canonical result.
 #[inline(always)]
 fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
-    let (r0, r1, r2, r3): (u64, u64, u64, u64);
-    // SAFETY: reachable only through an `Adx` token, i.e. on a CPU with BMI2 and ADX. The
-    // assembly reads 32 bytes at `a`, 32 at `b` and 40 at `MONT` (all valid, aligned u64s),
-    // writes only its declared register outputs, and does not touch the stack.
-    unsafe {
-        cios_asm!(
-            [r0, r1, r2, r3],
-            a.as_ptr(),
-            b.as_ptr(),
-            product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
-            reduce_row!("t0", "t1", "t2", "t3", "t4"),
-            product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
-            reduce_row!("t1", "t2", "t3", "t4", "t0"),
-            product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
-            reduce_row!("t2", "t3", "t4", "t0", "t1"),
-            product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
-            reduce_row!("t3", "t4", "t0", "t1", "t2"),
-        );
-    }
-    [r0, r1, r2, r3]
+    // Reads: 32 bytes at `a` and 32 at `b` (offsets 0..32), both `[u64; 4]`.
+    cios!(
+        a.as_ptr(),
+        b.as_ptr(),
+        reduce_row!("t0", "t1", "t2", "t3", "t4"),
+        product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
+        reduce_row!("t1", "t2", "t3", "t4", "t0"),
+        product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
+        reduce_row!("t2", "t3", "t4", "t0", "t1"),
+        product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
+        reduce_row!("t3", "t4", "t0", "t1", "t2"),
+    )
 }
 
 /// One reduction row of the separate (SOS) reduction in [`mont_square`]: `m = P_i·(-r^{-1})`,
@@ -326,33 +328,27 @@ fn mont_square(a: &[u64; 4]) -> [u64; 4] {
 /// three products (three product rows, one reduction per outer iteration).
 #[inline(always)]
 fn mont_dot3(a: &[Fr; 3], b: &[Fr; 3]) -> [u64; 4] {
-    let (r0, r1, r2, r3): (u64, u64, u64, u64);
-    // SAFETY: as in `mont_mul`; `Fr` is `repr(transparent)` over `[u64; 4]`, so `[Fr; 3]` is 96
-    // contiguous bytes and every offset read below (< 96) is inside it.
-    unsafe {
-        cios_asm!(
-            [r0, r1, r2, r3],
-            a.as_ptr(),
-            b.as_ptr(),
-            product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
-            product_row!("lo", "32", "32", "t0", "t1", "t2", "t3", "t4"),
-            product_row!("lo", "64", "64", "t0", "t1", "t2", "t3", "t4"),
-            reduce_row!("t0", "t1", "t2", "t3", "t4"),
-            product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
-            product_row!("lo", "32", "40", "t1", "t2", "t3", "t4", "t0"),
-            product_row!("lo", "64", "72", "t1", "t2", "t3", "t4", "t0"),
-            reduce_row!("t1", "t2", "t3", "t4", "t0"),
-            product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
-            product_row!("lo", "32", "48", "t2", "t3", "t4", "t0", "t1"),
-            product_row!("lo", "64", "80", "t2", "t3", "t4", "t0", "t1"),
-            reduce_row!("t2", "t3", "t4", "t0", "t1"),
-            product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
-            product_row!("lo", "32", "56", "t3", "t4", "t0", "t1", "t2"),
-            product_row!("lo", "64", "88", "t3", "t4", "t0", "t1", "t2"),
-            reduce_row!("t3", "t4", "t0", "t1", "t2"),
-        );
-    }
-    [r0, r1, r2, r3]
+    // Reads: `Fr` is `repr(transparent)` over `[u64; 4]`, so `[Fr; 3]` is 96 contiguous bytes and
+    // every offset read below (< 96) is inside it.
+    cios!(
+        a.as_ptr(),
+        b.as_ptr(),
+        product_row!("lo", "32", "32", "t0", "t1", "t2", "t3", "t4"),
+        product_row!("lo", "64", "64", "t0", "t1", "t2", "t3", "t4"),
+        reduce_row!("t0", "t1", "t2", "t3", "t4"),
+        product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
+        product_row!("lo", "32", "40", "t1", "t2", "t3", "t4", "t0"),
+        product_row!("lo", "64", "72", "t1", "t2", "t3", "t4", "t0"),
+        reduce_row!("t1", "t2", "t3", "t4", "t0"),
+        product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
+        product_row!("lo", "32", "48", "t2", "t3", "t4", "t0", "t1"),
+        product_row!("lo", "64", "80", "t2", "t3", "t4", "t0", "t1"),
+        reduce_row!("t2", "t3", "t4", "t0", "t1"),
+        product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
+        product_row!("lo", "32", "56", "t3", "t4", "t0", "t1", "t2"),
+        product_row!("lo", "64", "88", "t3", "t4", "t0", "t1", "t2"),
+        reduce_row!("t3", "t4", "t0", "t1", "t2"),
+    )
 }
 
 impl Arith for Adx {

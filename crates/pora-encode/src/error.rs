@@ -13,7 +13,7 @@ pub enum Error {
     #[error("blob: {len} bytes, expected exactly {expected} (one KV)")]
     BlobLength { len: usize, expected: usize },
     /// `PORA_ENCODE_ARITH` names no multiply kernel.
-    #[error("{var}={value:?}: expected one of portable, adx, ifma, auto")]
+    #[error("{var}={value:?}: expected one of portable, adx, avx512f, ifma, auto")]
     ArithName { var: &'static str, value: String },
     /// A multiply kernel (named by `PORA_ENCODE_ARITH` or by the caller) this CPU cannot run.
     #[error("{var}={kernel}: this CPU lacks {needs}")]

@@ -392,6 +392,30 @@ pub(crate) mod test_values {
     use super::{Fr, MODULUS};
     use proptest::prelude::*;
 
+    /// `detect()`'s token, or `None` after printing `SKIP: <test>: CPU lacks <feature>` (once per
+    /// test, so a property test's cases do not repeat it): the vector kernels' tests never pass
+    /// silently on a CPU without their features.
+    pub(crate) fn detect_or_skip<T>(
+        test: &str,
+        feature: &str,
+        detect: impl Fn() -> Option<T>,
+    ) -> Option<T> {
+        use std::collections::HashSet;
+        use std::sync::Mutex;
+        static SKIPPED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+        let token = detect();
+        if token.is_none() {
+            let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+            if skipped
+                .get_or_insert_with(HashSet::new)
+                .insert(test.to_string())
+            {
+                eprintln!("SKIP: {test}: CPU lacks {feature}");
+            }
+        }
+        token
+    }
+
     /// `r - k` as raw limbs (k small).
     pub(crate) fn r_minus(k: u64) -> [u64; 4] {
         let (l0, borrow) = MODULUS[0].overflowing_sub(k);

@@ -33,7 +33,7 @@ use crate::field::{Fr, INV, MODULUS};
 use core::arch::x86_64::{
     __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_loadu_epi64, _mm512_madd52hi_epu64,
     _mm512_madd52lo_epu64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_srli_epi64,
-    _mm512_storeu_epi64, _mm512_sub_epi64,
+    _mm512_storeu_epi64,
 };
 
 /// Elements per vector.
@@ -103,18 +103,6 @@ pub fn ifma_constant(x: Fr) -> Limbs52 {
     to_limbs52(y.0)
 }
 
-/// Runs `$body` in a function compiled for avx512f and avx512ifma (the vector helpers inline only
-/// there), with the parameters bound to the caller's variables of the same names. Only the
-/// methods of an [`Ifma`] token use it, and the token exists only when the CPU has both.
-macro_rules! with_ifma {
-    (($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {{
-        #[target_feature(enable = "avx512f,avx512ifma")]
-        fn inner($($arg: $ty),*) -> $ret $body
-        // SAFETY: reached only through an `Ifma` token, so the CPU has avx512f and avx512ifma.
-        unsafe { inner($($arg),*) }
-    }};
-}
-
 /// Proof that this CPU runs AVX-512F and AVX-512 IFMA: the only way to reach the vector code, so
 /// safe code cannot execute it on a CPU without those instructions.
 #[derive(Clone, Copy, Debug)]
@@ -127,82 +115,6 @@ impl Ifma {
         let ok = std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512ifma");
         ok.then_some(Ifma(()))
-    }
-
-    /// Eight products `a[i]·b[i]` through the IFMA form and back (tests and benchmarks; the
-    /// permutation converts once per batch, not per multiply).
-    pub fn mul(self, a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES], b: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(mul(&to_ifma(a, None), &to_ifma(b, None)))
-        })
-    }
-
-    /// Eight squares.
-    pub fn square(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(square(&to_ifma(a, None)))
-        })
-    }
-
-    /// Eight `a[0]·b[0] + a[1]·b[1] + a[2]·b[2]`, reduced once.
-    pub fn dot3(self, a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-        with_ifma!((a: &[[Fr; LANES]; 3], b: &[[Fr; LANES]; 3]) -> [Fr; LANES] {
-            let a = [
-                to_ifma(&a[0], None),
-                to_ifma(&a[1], None),
-                to_ifma(&a[2], None),
-            ];
-            let b = [
-                to_ifma(&b[0], None),
-                to_ifma(&b[1], None),
-                to_ifma(&b[2], None),
-            ];
-            from_ifma(dot3(&a, &b, None))
-        })
-    }
-
-    /// Eight `x^5`.
-    pub fn pow5(self, a: &[Fr; LANES]) -> [Fr; LANES] {
-        with_ifma!((a: &[Fr; LANES]) -> [Fr; LANES] {
-            from_ifma(pow5(&to_ifma(a, None)))
-        })
-    }
-
-    /// The raw Montgomery product `(a·b + m·r) / 2^260` of eight pairs of 52-bit-limb values
-    /// (normalised limbs, below 2^260), without making it canonical: tests check the lazy bounds
-    /// with it.
-    #[doc(hidden)]
-    pub fn mul_raw(self, a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        with_ifma!((a: &[Limbs52; LANES], b: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-            store(&mul(&load(a), &load(b)))
-        })
-    }
-
-    /// The raw (lazy) square, as [`Ifma::mul_raw`].
-    #[doc(hidden)]
-    pub fn square_raw(self, a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-        with_ifma!((a: &[Limbs52; LANES]) -> [Limbs52; LANES] {
-            store(&square(&load(a)))
-        })
-    }
-
-    /// The raw (lazy) `a·b + c·d + e·f + plus` with one reduction, as [`Ifma::mul_raw`].
-    #[doc(hidden)]
-    pub fn dot3_plus_raw(
-        self,
-        a: &[[Limbs52; LANES]; 3],
-        b: &[[Limbs52; LANES]; 3],
-        plus: &[Limbs52; LANES],
-    ) -> [Limbs52; LANES] {
-        with_ifma!((
-            a: &[[Limbs52; LANES]; 3],
-            b: &[[Limbs52; LANES]; 3],
-            plus: &[Limbs52; LANES]
-        ) -> [Limbs52; LANES] {
-            let a = [load(&a[0]), load(&a[1]), load(&a[2])];
-            let b = [load(&b[0]), load(&b[1]), load(&b[2])];
-            store(&dot3(&a, &b, Some(&load(plus))))
-        })
     }
 }
 
@@ -240,7 +152,7 @@ impl Ifma {
             }
             from_ifma(acc)
         }
-        // SAFETY: as in `with_ifma!`: reached only through an `Ifma` token, so the CPU has both.
+        // SAFETY: reached only through an `Ifma` token, so the CPU has avx512f and avx512ifma.
         unsafe { run::<C>(op, n) }
     }
 }
@@ -398,80 +310,16 @@ fn normalize(mut x: [__m512i; LIMBS]) -> Lanes {
     Lanes(x)
 }
 
-/// `a·b / 2^260` (lazy: below `(A·B/84 + 1)·r` for inputs below `A·r`, `B·r`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn mul(a: &Lanes, b: &Lanes) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    t.redc()
-}
-
-/// `a·b / 2^260 + plus` (lazy), the addition carried with the product.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn mul_plus(a: &Lanes, b: &Lanes, plus: &[&Lanes]) -> Lanes {
-    let mut t = Wide::zero();
-    t.add_product(a, b);
-    for x in plus {
-        t.add_high(x);
-    }
-    t.redc()
-}
-
-/// `a² / 2^260` (lazy).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn square(a: &Lanes) -> Lanes {
-    Wide::square(a).redc()
-}
-
-/// `(a0·b0 + a1·b1 + a2·b2) / 2^260 (+ plus)`: three products summed in the columns and reduced
-/// once (lazy: below `(Σ A_k·B_k / 84 + 1)·r`, plus `plus`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn dot3(a: &[Lanes; 3], b: &[Lanes; 3], plus: Option<&Lanes>) -> Lanes {
-    let mut t = Wide::zero();
-    for (x, y) in a.iter().zip(b.iter()) {
-        t.add_product(x, y);
-    }
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// `x^5` (lazy): two squares and a multiply. Inputs below `9r` give `x² < 2r`, `x⁴ < 1.05r`,
-/// `x^5 < 1.12r`; inputs below `61r` give `x² < 45r`, `x⁴ < 25r`, `x^5 < 19r`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn pow5(x: &Lanes) -> Lanes {
-    let x2 = square(x);
-    let x4 = square(&x2);
-    mul(&x4, x)
-}
-
-/// Eight canonical 4×64 Montgomery elements (`a·2^256`) in IFMA form (`a·2^260`), below `1.02r`,
-/// plus `plus` (lazy addition; with a canonical constant the sum is below `2.02r`).
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn to_ifma(x: &[Fr; LANES], plus: Option<&Lanes>) -> Lanes {
-    let limbs: [Limbs52; LANES] = std::array::from_fn(|lane| to_limbs52(x[lane].0));
-    let mut t = Wide::zero();
-    t.add_product(&load(&limbs), &splat(&TO_IFMA));
-    if let Some(p) = plus {
-        t.add_high(p);
-    }
-    t.redc()
-}
-
-/// Eight IFMA-form values (below `84r`) as canonical 4×64 elements: the Montgomery product with
-/// `2^256 mod r` is below `2r` and one conditional subtraction per lane makes it canonical.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn from_ifma(x: Lanes) -> [Fr; LANES] {
-    let limbs = store(&mul(&x, &splat(&FROM_IFMA)));
-    std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs52(limbs[lane])))
+crate::poseidon_lanes::lane_arith! {
+    features: "avx512f,avx512ifma",
+    limbs: Limbs52,
+    to_limbs: to_limbs52,
+    from_limbs: from_limbs52,
+    to_constant: TO_IFMA,
+    from_constant: FROM_IFMA,
+    to_form: to_ifma,
+    from_form: from_ifma,
+    token: Ifma,
 }
 
 /// Eight elements' limbs in memory as one vector set: `sliced[j][lane]` is limb `j` of `lane`
@@ -504,81 +352,11 @@ const _: () = {
 /// conditional subtraction), so the NTT's results need no second conversion.
 const ONE_INTEGER: Limbs52 = [1, 0, 0, 0, 0];
 
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn load_sliced(x: &Sliced) -> Lanes {
-    let mut out = [_mm512_setzero_si512(); LIMBS];
-    for (v, row) in out.iter_mut().zip(x.iter()) {
-        // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned load reads exactly them.
-        *v = unsafe { _mm512_loadu_epi64(row.as_ptr().cast()) };
-    }
-    Lanes(out)
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn store_sliced(x: &Lanes, out: &mut Sliced) {
-    for (row, v) in out.iter_mut().zip(x.0.iter()) {
-        // SAFETY: `row` is eight contiguous u64 (64 bytes), the unaligned store writes exactly them.
-        unsafe { _mm512_storeu_epi64(row.as_mut_ptr().cast(), *v) };
-    }
-}
-
-/// Eight canonical 4×64 Montgomery elements in IFMA form (below `1.02r`), sliced.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn sliced_from_fr(x: &[Fr; LANES]) -> Sliced {
-    let mut out = [[0u64; LANES]; LIMBS];
-    store_sliced(&to_ifma(x, None), &mut out);
-    out
-}
-
-/// The radix-2 butterfly on eight pairs: `a, b <- a + b·w, a - b·w` (IFMA form, lazy). With `a`,
-/// `b` below `K·r` (`K ≤ 40`) and a canonical twiddle, `t = b·w < 1.48r`, so the new `a` is
-/// below `(K + 1.48)·r` and the new `b = a + 4r - t` below `(K + 4)·r`; both normalised.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn butterfly(a: &mut Sliced, b: &mut Sliced, w: &Sliced) {
-    let x = load_sliced(a);
-    let t = mul(&load_sliced(b), &load_sliced(w));
-    let spread = splat(&FOUR_R_SPREAD);
-    let mut sum = [_mm512_setzero_si512(); LIMBS];
-    let mut diff = [_mm512_setzero_si512(); LIMBS];
-    for j in 0..LIMBS {
-        sum[j] = _mm512_add_epi64(x.0[j], t.0[j]);
-        diff[j] = _mm512_sub_epi64(_mm512_add_epi64(x.0[j], spread.0[j]), t.0[j]);
-    }
-    store_sliced(&normalize(sum), a);
-    store_sliced(&normalize(diff), b);
-}
-
-/// Eight IFMA-form values (below `84r`) as canonical integers (`< r`, 4×64 limbs): the
-/// Montgomery product with the integer 1 is below `r + 1`, one conditional subtraction.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn canonical_integers(x: &Sliced) -> [[u64; 4]; LANES] {
-    let limbs = store(&mul(&load_sliced(x), &splat(&ONE_INTEGER)));
-    std::array::from_fn(|lane| Fr::from_montgomery_below_2r(from_limbs52(limbs[lane])).0)
-}
-
 /// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512ifma` (once per test, so a
 /// property test's cases do not repeat it): tests never pass silently on a CPU without IFMA.
 #[cfg(test)]
 pub(crate) fn detect_or_skip(test: &str) -> Option<Ifma> {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static SKIPPED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let ifma = Ifma::detect();
-    if ifma.is_none() {
-        let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
-        if skipped
-            .get_or_insert_with(HashSet::new)
-            .insert(test.to_string())
-        {
-            eprintln!("SKIP: {test}: CPU lacks avx512ifma");
-        }
-    }
-    ifma
+    crate::field::test_values::detect_or_skip(test, "avx512ifma", Ifma::detect)
 }
 
 #[cfg(test)]
@@ -587,8 +365,7 @@ mod tests {
     //! inputs, and raw lazily reduced inputs up to the largest bound the permutation keeps.
 
     use super::*;
-    use crate::arith::{Arith, Portable};
-    use crate::field::test_values::{self, edges};
+    use crate::field::test_values::edges;
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
 
@@ -629,10 +406,6 @@ mod tests {
 
     fn inv_2_260() -> ark_bn254::Fr {
         ark_bn254::Fr::from(2u64).pow([260]).inverse().unwrap()
-    }
-
-    fn canonical() -> impl Strategy<Value = Fr> {
-        test_values::canonical_or(edges())
     }
 
     /// Five 64-bit limbs of a value below 2^260 as five normalised 52-bit limbs.
@@ -703,45 +476,6 @@ mod tests {
         }
     }
 
-    fn lanes_of(xs: &[Fr]) -> [Fr; LANES] {
-        std::array::from_fn(|i| xs[i % xs.len()])
-    }
-
-    fn check_lanes(ifma: Ifma, x: [Fr; LANES], y: [Fr; LANES], z: [Fr; LANES]) {
-        let p = Portable;
-        let prod = ifma.mul(&x, &y);
-        let sq = ifma.square(&x);
-        let p5 = ifma.pow5(&z);
-        let dot = ifma.dot3(&[x, y, z], &[z, x, y]);
-        for i in 0..LANES {
-            assert_eq!(prod[i], p.mul(x[i], y[i]), "mul {:?} {:?}", x[i], y[i]);
-            assert_eq!(ark(prod[i]), ark(x[i]) * ark(y[i]));
-            assert_eq!(sq[i], p.square(x[i]), "square {:?}", x[i]);
-            assert_eq!(p5[i], p.pow5(z[i]), "pow5 {:?}", z[i]);
-            let want = p.dot3([x[i], y[i], z[i]], [z[i], x[i], y[i]]);
-            assert_eq!(dot[i], want, "dot3");
-        }
-    }
-
-    #[test]
-    fn edge_values_match_portable_and_ark() {
-        let Some(ifma) = crate::ifma::detect_or_skip("ifma::edge_values_match_portable_and_ark")
-        else {
-            return;
-        };
-        let e = edges();
-        for (n, &x) in e.iter().enumerate() {
-            // Every lane a different partner: all pairs of edge values are covered.
-            let xs = [x; LANES];
-            for chunk in e.chunks(LANES) {
-                let ys = lanes_of(chunk);
-                let zs = lanes_of(&e[n..]);
-                check_lanes(ifma, xs, ys, zs);
-                check_lanes(ifma, ys, xs, ys);
-            }
-        }
-    }
-
     #[test]
     fn raw_extremes_stay_within_the_lazy_bounds() {
         let Some(ifma) =
@@ -766,17 +500,6 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
-
-        #[test]
-        fn random_canonical_inputs_match_portable(
-            x in prop::array::uniform8(canonical()),
-            y in prop::array::uniform8(canonical()),
-            z in prop::array::uniform8(canonical()),
-        ) {
-            if let Some(ifma) = detect_or_skip("ifma::random_canonical_inputs_match_portable") {
-                check_lanes(ifma, x, y, z);
-            }
-        }
 
         /// Lazily reduced inputs as large as the permutation keeps them (`t1, t2 < 61r` in the
         /// partial rounds, `x < 19r` after them, canonical constants): the results are right mod

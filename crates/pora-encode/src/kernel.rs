@@ -1,12 +1,13 @@
-//! [`Kernel`] names the implementation a mask runs on (the scalar multiplies of `arith.rs`, or
-//! the eight-lane AVX-512 IFMA permutation of [`crate::poseidon_ifma`]): the fastest this CPU
-//! runs, unless `PORA_ENCODE_ARITH` says otherwise.
+//! [`Kernel`] names the implementation a mask runs on (the scalar multiplies of `arith.rs`, the
+//! eight-lane AVX-512F permutation of `crate::poseidon_avx512f`, or the eight-lane AVX-512 IFMA
+//! permutation of `crate::poseidon_ifma`): the fastest this CPU runs, unless
+//! `PORA_ENCODE_ARITH` says otherwise.
 
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
 
-/// The environment variable that overrides the kernel choice: `portable`, `adx`, `ifma` or
-/// `auto` (the default: the fastest this CPU runs).
+/// The environment variable that overrides the kernel choice: `portable`, `adx`, `avx512f`,
+/// `ifma` or `auto` (the default: the fastest this CPU runs).
 pub const ARITH_ENV: &str = "PORA_ENCODE_ARITH";
 
 /// The multiply kernels a mask can run on. Every kernel is bit-identical; they differ in the CPU
@@ -17,6 +18,9 @@ pub enum Kernel {
     Portable,
     /// `crate::adx::Adx`: MULX/ADCX/ADOX assembly, x86-64 with BMI2 and ADX.
     Adx,
+    /// `crate::avx512f`: eight lanes of 29-bit limbs on AVX-512F (no IFMA) for the permutations
+    /// and nine NTT stages (`crate::ntt_avx512f`). Chosen only where IFMA is missing.
+    Avx512f,
     /// `crate::ifma`: eight lanes of 52-bit limbs on AVX-512 IFMA for the permutations (the NTT
     /// runs on `Adx` where the CPU has it, else portable).
     Ifma,
@@ -24,13 +28,14 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, slowest first.
-    pub const ALL: [Kernel; 3] = [Kernel::Portable, Kernel::Adx, Kernel::Ifma];
+    pub const ALL: [Kernel; 4] = [Kernel::Portable, Kernel::Adx, Kernel::Avx512f, Kernel::Ifma];
 
     /// The name `PORA_ENCODE_ARITH` takes.
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Portable => "portable",
             Kernel::Adx => "adx",
+            Kernel::Avx512f => "avx512f",
             Kernel::Ifma => "ifma",
         }
     }
@@ -40,6 +45,7 @@ impl Kernel {
         match self {
             Kernel::Portable => "nothing",
             Kernel::Adx => "bmi2 and adx (x86-64)",
+            Kernel::Avx512f => "avx512f (x86-64)",
             Kernel::Ifma => "avx512f and avx512ifma (x86-64)",
         }
     }
@@ -51,13 +57,15 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             Kernel::Adx => crate::adx::Adx::detect().is_some(),
             #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512f => crate::avx512f::Avx512f::detect().is_some(),
+            #[cfg(target_arch = "x86_64")]
             Kernel::Ifma => crate::ifma::Ifma::detect().is_some(),
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
     }
 
-    /// The fastest kernel this CPU runs: IFMA, else ADX, else portable.
+    /// The fastest kernel this CPU runs: IFMA, else AVX-512F, else ADX, else portable.
     pub fn best() -> Kernel {
         let fastest_first = Kernel::ALL.iter().rev();
         fastest_first

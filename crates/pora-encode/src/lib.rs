@@ -9,7 +9,9 @@
 //!   constants ([`poseidon`]), several permutations interleaved, and an iterative NTT ([`ntt`]).
 //!   The multiplies go through [`arith::Arith`]: portable Rust everywhere, MULX/ADCX/ADOX
 //!   assembly on x86-64 CPUs that have it (`adx`); on CPUs with AVX-512 IFMA the permutations
-//!   run eight lanes per vector instead (`ifma`, `poseidon_ifma`). The [`Kernel`] is chosen once
+//!   run eight lanes per vector instead (`ifma`, `poseidon_ifma`), and on CPUs with AVX-512F but
+//!   no IFMA eight lanes of 29-bit limbs (`avx512f`, `poseidon_avx512f`; both expand
+//!   `poseidon_lanes`). The [`Kernel`] is chosen once
 //!   per process at run time (the fastest this CPU runs, or `PORA_ENCODE_ARITH`).
 //!
 //! No I/O: callers read and write the bytes.
@@ -17,6 +19,8 @@
 #[cfg(target_arch = "x86_64")]
 pub mod adx;
 pub mod arith;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512f;
 pub mod error;
 pub mod field;
 #[cfg(target_arch = "x86_64")]
@@ -26,10 +30,16 @@ pub mod key;
 pub mod mask;
 pub mod ntt;
 #[cfg(target_arch = "x86_64")]
+pub mod ntt_avx512f;
+#[cfg(target_arch = "x86_64")]
 pub mod ntt_ifma;
 pub mod poseidon;
 #[cfg(target_arch = "x86_64")]
+pub mod poseidon_avx512f;
+#[cfg(target_arch = "x86_64")]
 pub mod poseidon_ifma;
+#[cfg(target_arch = "x86_64")]
+mod poseidon_lanes;
 pub mod reference;
 
 pub use error::{Error, Result};

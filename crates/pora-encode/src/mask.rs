@@ -6,6 +6,8 @@
 #[cfg(target_arch = "x86_64")]
 use crate::adx::Adx;
 use crate::arith::{Arith, Portable};
+#[cfg(target_arch = "x86_64")]
+use crate::avx512f::Avx512f;
 use crate::error::{Error, Result};
 use crate::field::Fr;
 #[cfg(target_arch = "x86_64")]
@@ -71,13 +73,42 @@ pub fn coefficients_adx(adx: Adx, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) 
 
 /// Groups of eight IFMA lanes interleaved (chosen by measurement, docs/encoding.md).
 #[cfg(target_arch = "x86_64")]
-pub const IFMA_GROUPS: usize = 2;
+pub const IFMA_GROUPS: usize = 4;
 
-/// The coefficients on AVX-512 IFMA, `8·G` permutations at once. Bit-identical to
+/// Groups of eight AVX-512F lanes interleaved (chosen by measurement, docs/BENCHMARKS.md 27.2).
+#[cfg(target_arch = "x86_64")]
+pub const AVX512F_GROUPS: usize = 2;
+
+/// A vector kernel that runs `8·G` Poseidon permutations at once (the IFMA and AVX-512F tokens):
+/// the coefficient loop is written once for both.
+#[cfg(target_arch = "x86_64")]
+pub trait LanePermute: Copy {
+    /// `8·G` permutations, element-major: `states[g][e][lane]`.
+    fn permute_groups<const G: usize>(self, states: &mut [[[Fr; IFMA_LANES]; 3]; G]);
+}
+
+#[cfg(target_arch = "x86_64")]
+impl LanePermute for Ifma {
+    fn permute_groups<const G: usize>(self, states: &mut [[[Fr; IFMA_LANES]; 3]; G]) {
+        Ifma::permute_groups(self, states)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(crate::avx512f::LANES == IFMA_LANES);
+
+#[cfg(target_arch = "x86_64")]
+impl LanePermute for Avx512f {
+    fn permute_groups<const G: usize>(self, states: &mut [[[Fr; IFMA_LANES]; 3]; G]) {
+        Avx512f::permute_groups(self, states)
+    }
+}
+
+/// The coefficients on a vector kernel, `8·G` permutations at once. Bit-identical to
 /// [`coefficients_portable`].
 #[cfg(target_arch = "x86_64")]
-pub fn coefficients_ifma_groups<const G: usize>(
-    ifma: Ifma,
+pub fn coefficients_lane_groups<const G: usize, P: LanePermute>(
+    kernel: P,
     key: &[u8; 32],
     out: &mut [Fr; WORDS_PER_KV],
 ) {
@@ -98,7 +129,7 @@ pub fn coefficients_ifma_groups<const G: usize>(
                 a = next;
             }
         }
-        ifma.permute_groups(&mut batch);
+        kernel.permute_groups(&mut batch);
         for (n, pair) in chunk.chunks_exact_mut(2).enumerate() {
             let group = &batch[n / IFMA_LANES];
             pair[0] = group[0][n % IFMA_LANES];
@@ -107,10 +138,16 @@ pub fn coefficients_ifma_groups<const G: usize>(
     }
 }
 
-/// [`coefficients_ifma_groups`] with [`IFMA_GROUPS`] groups.
+/// [`coefficients_lane_groups`] on IFMA with [`IFMA_GROUPS`] groups.
 #[cfg(target_arch = "x86_64")]
 pub fn coefficients_ifma(ifma: Ifma, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
-    coefficients_ifma_groups::<IFMA_GROUPS>(ifma, key, out)
+    coefficients_lane_groups::<IFMA_GROUPS, _>(ifma, key, out)
+}
+
+/// [`coefficients_lane_groups`] on AVX-512F with [`AVX512F_GROUPS`] groups.
+#[cfg(target_arch = "x86_64")]
+pub fn coefficients_avx512f(avx512f: Avx512f, key: &[u8; 32], out: &mut [Fr; WORDS_PER_KV]) {
+    coefficients_lane_groups::<AVX512F_GROUPS, _>(avx512f, key, out)
 }
 
 /// The coefficients on `kernel`; an error if this CPU cannot run it.
@@ -125,6 +162,11 @@ pub fn coefficients_with_kernel(
         Kernel::Adx => {
             let adx = Adx::detect().ok_or(kernel.unsupported())?;
             coefficients_adx(adx, key, out)
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512f => {
+            let avx512f = Avx512f::detect().ok_or(kernel.unsupported())?;
+            coefficients_avx512f(avx512f, key, out)
         }
         #[cfg(target_arch = "x86_64")]
         Kernel::Ifma => {
@@ -161,10 +203,18 @@ pub fn mask_into_with_kernel(
     let mut values = Box::new([Fr::ZERO; WORDS_PER_KV]);
     coefficients_with_kernel(kernel, key, &mut values)?;
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Ifma {
-        let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
-        ifma.ntt_to_bytes(&mut values, out);
-        return Ok(());
+    match kernel {
+        Kernel::Ifma => {
+            let ifma = Ifma::detect().ok_or(kernel.unsupported())?;
+            ifma.ntt_to_bytes(&mut values, out);
+            return Ok(());
+        }
+        Kernel::Avx512f => {
+            let avx512f = Avx512f::detect().ok_or(kernel.unsupported())?;
+            avx512f.ntt_to_bytes(&mut values, out);
+            return Ok(());
+        }
+        Kernel::Portable | Kernel::Adx => {}
     }
     ntt_in_place_kernel(kernel, &mut values);
     for (word, v) in out.chunks_exact_mut(32).zip(values.iter()) {

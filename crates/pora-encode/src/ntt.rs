@@ -1,8 +1,9 @@
 //! The 4096-point radix-2 NTT over Fr on the fast field: natural-order coefficients in,
 //! natural-order evaluations `P(ω^j)` out. Iterative Cooley–Tukey: bit-reverse the input, then
 //! log2(4096) = 12 stages of butterflies with twiddles from one table of ω^0..ω^2047. It is a few
-//! percent of a mask's cost on the scalar kernels, so it stays simple; the IFMA kernel runs the
-//! last nine stages on vectors (`crate::ntt_ifma`), where the NTT would otherwise be ~15%.
+//! percent of a mask's cost on the scalar kernels, so it stays simple; the IFMA and AVX-512F
+//! kernels run the last nine stages on vectors (`crate::ntt_ifma`, `crate::ntt_avx512f`), where
+//! the NTT would otherwise be ~15% (IFMA).
 
 use crate::arith::{Arith, Portable};
 use crate::field::Fr;
@@ -57,8 +58,9 @@ pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
 }
 
 /// [`ntt_in_place`] for `kernel`'s CPU, in place on 4×64 elements: the MULX/ADX multiply for
-/// `Adx` and `Ifma` where the CPU has BMI2/ADX, portable otherwise. (The IFMA mask itself goes
-/// through `Ifma::ntt_to_bytes`, which runs nine of the twelve stages on vectors.)
+/// every kernel but `Portable` where the CPU has BMI2/ADX, portable otherwise. (The IFMA and
+/// AVX-512F masks themselves go through `ntt_to_bytes`, which runs nine of the twelve stages on
+/// vectors.)
 pub fn ntt_in_place_kernel(kernel: Kernel, values: &mut [Fr; WORDS_PER_KV]) {
     #[cfg(target_arch = "x86_64")]
     if kernel != Kernel::Portable {

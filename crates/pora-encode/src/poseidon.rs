@@ -223,6 +223,12 @@ pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
             }
         }
         #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512f => {
+            if let Some(avx512f) = crate::avx512f::Avx512f::detect() {
+                return avx512f.permute(state);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
         Kernel::Ifma => {
             if let Some(ifma) = crate::ifma::Ifma::detect() {
                 return ifma.permute(state);

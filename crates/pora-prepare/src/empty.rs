@@ -89,7 +89,7 @@ pub struct FillSummary {
     pub skipped: usize,
     /// KVs marked filled that did not hold their mask and were written again (part of `kvs`).
     pub refilled: usize,
-    /// The encoder's multiply kernel every mask ran on (`portable`, `adx`, `ifma`).
+    /// The encoder's multiply kernel every mask ran on (`portable`, `adx`, `avx512f`, `ifma`).
     pub kernel: &'static str,
     pub seconds: f64,
     pub threads: usize,

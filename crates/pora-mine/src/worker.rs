@@ -334,6 +334,10 @@ struct Worker<'s> {
 
 /// Runs the worker of `assignment` over `backend` until the work is done, the deadline passes, `stop`
 /// is set or another worker fails.
+///
+/// Never inlined: the per-read loop is this function's, compiled on its own whatever calls it
+/// (inlined into the pool's job loop it measured 3–4% slower on a cached shard).
+#[inline(never)]
 pub fn run(
     backend: &mut dyn Backend,
     shared: &SlotShared,

@@ -1,9 +1,7 @@
 //! The first slot on a device nothing is known of is measured, not guessed: before `auto`
 //! commits it, each read path's candidate reads random samples of the pool's files for a few
 //! tens of milliseconds, and the reads/s it reaches is that path's device rate for the model
-//! (what a slot would otherwise learn only after it was spent on the wrong path). Threads and
-//! depth are measured the same way: a few [`variants`] of each candidate's knobs share its time,
-//! and the path takes the one [`adopted`] (most reads/s, a tie to the fewer threads). The probe's
+//! (what a slot would otherwise learn only after it was spent on the wrong path). The probe's
 //! time is the slot's own: it runs until an instant the caller derives from the slot's deadline,
 //! never on a clock of its own.
 //!

@@ -97,20 +97,14 @@ impl PoolSide {
             match self.switch(swap, decision.candidate, request.deadline) {
                 Ok(io) => {
                     self.choice.io = io;
-                    // Only new knobs for the same method (the probe's) is a reopen, not a
-                    // switch of method.
-                    switched_from =
-                        (previous.method != decision.candidate.method).then_some(previous.method);
+                    switched_from = Some(previous.method);
                 }
                 Err(refused) => {
                     // The candidate cannot open here (O_DIRECT refused by the file system, a
                     // ring the kernel will not make, a device too slow to open in time):
                     // stay.
                     let steering = self.steering.as_mut().expect("steered pool");
-                    if decision.candidate.method == previous.method {
-                        // New knobs that would not open: the path keeps the ones it mines with.
-                        steering.adopt_knobs(previous.path, previous.threads, previous.depth);
-                    } else if refused.permanent {
+                    if refused.permanent {
                         steering.forget(decision.candidate.method);
                     }
                     decision.why = format!(

@@ -126,9 +126,6 @@ pub fn plan(
     })
 }
 
-/// A method's factory for the probe, or why it did not open.
-type Opened = Result<std::sync::Arc<dyn BackendFactory>, String>;
-
 /// Probes every candidate in turn, each reading for `each` once its backends are ready,
 /// opening it over `paths` with `io` (its method set per candidate; one factory per method,
 /// shared by that method's variants); nothing reads past `until` whatever the device does (the
@@ -141,7 +138,7 @@ pub fn probe_candidates(
     until: Instant,
 ) -> Vec<Probed> {
     let lens: Vec<u64> = paths.iter().map(|p| file_len(p).unwrap_or(0)).collect();
-    let mut opened: Vec<(Method, Opened)> = Vec::new();
+    let mut opened: Vec<(Method, Result<std::sync::Arc<dyn BackendFactory>, String>)> = Vec::new();
     candidates
         .iter()
         .map(|&candidate| {

@@ -82,14 +82,7 @@ impl PoolSide {
                 .saturating_duration_since(Instant::now())
                 .as_secs_f64(),
         );
-        // What the pool reads with now: the steering's current candidate may have new knobs
-        // from the probe, or be a switch that could not open in time.
-        let previous = Candidate {
-            method: self.choice.method,
-            threads: self.choice.threads,
-            depth: self.choice.depth,
-            path: self.choice.method.read_path(),
-        };
+        let previous = steering.current();
         let mut decision = steering.decide(&observation);
         let decided = started.elapsed();
         let mut switched_from = None;
@@ -158,63 +151,40 @@ impl PoolSide {
             return None;
         }
         let now = Instant::now();
-        let plan = probe::plan(&candidates, available_cpus(), now, deadline)?;
-        let (paths, io, list, each, until) = (
-            self.paths.clone(),
-            self.io.clone(),
-            plan.variants.clone(),
-            plan.each,
-            plan.until,
-        );
+        let each = probe::per_candidate(candidates.len(), now, deadline);
+        if each.is_zero() {
+            return None;
+        }
+        // Each candidate reads for `each` once open; opening (a ring, registered buffers) and
+        // withdrawing the last reads come on top, bounded here.
+        let bound = (each + probe::PROBE_OPEN_ALLOWANCE) * candidates.len() as u32;
+        let until = now + bound;
+        let (paths, io, list) = (self.paths.clone(), self.io.clone(), candidates.clone());
         let asked = self
             .errands
-            .ask(plan.bound + probe::PROBE_OPEN_ALLOWANCE, move || {
+            .ask(bound + probe::PROBE_OPEN_ALLOWANCE, move || {
                 probe::probe_candidates(&paths, &io, &list, each, until)
             });
         let Some(probed) = asked else {
             return Some(format!(
                 "probe of {} candidates did not answer in time",
-                plan.variants.len()
+                candidates.len()
             ));
         };
         let steering = self.steering.as_mut()?;
-        let mut said = Vec::with_capacity(candidates.len());
-        for c in &candidates {
-            let knobs = |p: &probe::Probed| match &p.reads_per_sec {
-                Ok(rate) => format!(
-                    "{}x{} {:.0}k",
-                    p.candidate.threads,
-                    p.candidate.depth,
-                    rate / 1e3
-                ),
-                Err(why) => format!(
-                    "{}x{} not probed ({why})",
-                    p.candidate.threads, p.candidate.depth
-                ),
-            };
-            let measured: Vec<String> = probed
-                .iter()
-                .filter(|p| p.candidate.path == c.path)
-                .map(knobs)
-                .collect();
-            let Some((adopted, rate)) = probe::adopted(&probed, c.path) else {
-                said.push(format!("{} not probed ({})", c.method, measured.join(", ")));
-                continue;
-            };
-            let misses = match c.path {
-                ReadPath::Buffered => rate * (1.0 - cached),
-                _ => rate,
-            };
-            steering.probed(c.path, misses);
-            steering.adopt_knobs(c.path, adopted.threads, adopted.depth);
-            said.push(format!(
-                "{} {:.0}k reads/s with {}x{} ({} reads/s)",
-                c.method,
-                rate / 1e3,
-                adopted.threads,
-                adopted.depth,
-                measured.join(", ")
-            ));
+        let mut said = Vec::with_capacity(probed.len());
+        for p in &probed {
+            match &p.reads_per_sec {
+                Ok(rate) => {
+                    let misses = match p.candidate.path {
+                        ReadPath::Buffered => rate * (1.0 - cached),
+                        _ => *rate,
+                    };
+                    steering.probed(p.candidate.path, misses);
+                    said.push(format!("{} {:.0}k reads/s", p.candidate.method, rate / 1e3));
+                }
+                Err(why) => said.push(format!("{} not probed ({why})", p.candidate.method)),
+            }
         }
         Some(format!(
             "probed in {:.0} ms: {}",
@@ -243,16 +213,6 @@ impl PoolSide {
         match swap(io) {
             Ok(old) => {
                 self.parked.push(old);
-                // A reading side with knobs no candidate has any more (the probe chose others
-                // for its path) is never taken again.
-                if let Some(steering) = &self.steering {
-                    let candidates = steering.candidates();
-                    self.parked.retain(|p| {
-                        candidates.iter().any(|c| {
-                            p.method() == c.method && p.threads == c.threads && p.depth == c.depth
-                        })
-                    });
-                }
                 Ok(describe)
             }
             Err(e) => Err(Refused {

@@ -261,14 +261,6 @@ impl Steering {
         }
     }
 
-    /// Gives `path`'s candidates the threads and depth a probe measured best on this device
-    /// ([`probe::adopted`]); a later slot that takes the path opens its backends with them.
-    pub fn adopt_knobs(&mut self, path: ReadPath, threads: usize, depth: usize) {
-        for c in self.candidates.iter_mut().filter(|c| c.path == path) {
-            (c.threads, c.depth) = (threads.max(1), depth.max(1));
-        }
-    }
-
     fn rates_for(&self, c: &Candidate) -> (PathRates, RateSource) {
         let state = &self.paths[path_index(c.path)];
         if c.path == ReadPath::Mapped && state.source == RateSource::Assumed {
@@ -827,24 +819,5 @@ mod tests {
         let d = s.decide(&blind(3.0));
         assert_eq!(d.cached_fraction, 1.0);
         assert_eq!(d.candidate.method, Method::Mmap, "{}", d.why);
-    }
-    /// Knobs a probe adopted for a path are its candidate's from then on: the slot that takes
-    /// the path (now or after a switch) opens its backends with them; other paths keep theirs.
-    #[test]
-    fn adopted_knobs_are_the_paths_candidates() {
-        let mut s = Steering::new(candidates(), &[]);
-        s.probed(ReadPath::Buffered, 100_000.0);
-        s.probed(ReadPath::Direct, 800_000.0);
-        s.adopt_knobs(ReadPath::Direct, 1, 256);
-        let knobs = |s: &Steering, path| {
-            let c = s.candidates().iter().find(|c| c.path == path).unwrap();
-            (c.threads, c.depth)
-        };
-        assert_eq!(knobs(&s, ReadPath::Direct), (1, 256));
-        assert_eq!(knobs(&s, ReadPath::Buffered), (2, 256));
-        let d = s.decide(&observe(0.0, 0.1));
-        assert_eq!(d.candidate.path, ReadPath::Direct, "{}", d.why);
-        assert_eq!((d.candidate.threads, d.candidate.depth), (1, 256));
-        assert_eq!(s.current(), d.candidate);
     }
 }

@@ -10,7 +10,6 @@
 //! few pages (a 30 ms probe at 500k reads/s caches 15k pages of 4 KiB) that it leaves the page
 //! cache's share of any real shard where it was.
 
-use super::model::ReadPath;
 use super::Candidate;
 use pora_io::{Backend, BackendFactory, IoConfig, Method, SampleRead, SAMPLE_LEN};
 use std::io::{Seek, SeekFrom};
@@ -52,84 +51,10 @@ pub fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Dura
     share.min(PROBE_PER_CANDIDATE)
 }
 
-/// Reads/s within this share of the best variant's are a tie, which goes to the variant with
-/// fewer threads, then the lower depth (less CPU per read for the same reads). A probe of
-/// about ten milliseconds is not more precise than a few percent.
-pub const PROBE_TIE_SHARE: f64 = 0.05;
-
-/// The threads x depth variants of `candidate` a probe measures: its own knobs first (measured
-/// first, so it has a rate whatever time is left), then half its depth, then one thread at its
-/// depth. Those are the two ways to ask less of the CPU (fewer reads in flight per ring, fewer
-/// busy mining threads), and a fast device served by kernel workers (a RAM-backed loop
-/// device, a fast NVMe drive on few cores) reads more with either, because the workers get a
-/// core; both at once halves the reads in flight twice, which starves a device that needs the
-/// depth, and a fourth variant would shorten every probe. Threads are capped at `cpus`.
-/// Synchronous methods (a thread per read in flight) have only their own knobs: fewer threads
-/// there is a shallower queue, never faster on a cold device.
-pub fn variants(candidate: Candidate, cpus: usize) -> Vec<Candidate> {
-    let mut out = vec![candidate];
-    if candidate.method.capabilities().completes_inline {
-        return out;
-    }
-    let threads = candidate.threads.clamp(1, cpus.max(1));
-    let depth = candidate.depth.max(1);
-    for (t, d) in [(threads, depth), (threads, (depth / 2).max(1)), (1, depth)] {
-        let variant = Candidate {
-            threads: t,
-            depth: d,
-            ..candidate
-        };
-        if !out.contains(&variant) {
-            out.push(variant);
-        }
-    }
-    out
-}
-
-/// What a probe of `paths` read paths measures and for how long: its variants, the time each
-/// reads for, and the instant nothing reads past.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
-    pub variants: Vec<Candidate>,
-    /// Reading time of each variant once its backends are ready.
-    pub each: Duration,
-    /// Nothing reads past this instant.
-    pub until: Instant,
-    /// `until` less the instant the plan was made.
-    pub bound: Duration,
-}
-
-/// The probe of `candidates` (one per read path) and their [`variants`], from `now` to the
-/// slot's `deadline`. The variants share the time the candidates alone would have
-/// ([`per_candidate`] each, opening included), so measuring the knobs costs the slot nothing
-/// more than measuring the method. `None` when there is no time to probe in.
-pub fn plan(
-    candidates: &[Candidate],
-    cpus: usize,
-    now: Instant,
-    deadline: Instant,
-) -> Option<Plan> {
-    let per_path = per_candidate(candidates.len(), now, deadline);
-    if per_path.is_zero() {
-        return None;
-    }
-    let variants: Vec<Candidate> = candidates.iter().flat_map(|&c| variants(c, cpus)).collect();
-    let each = per_path * candidates.len() as u32 / variants.len().max(1) as u32;
-    // Each candidate reads once open; opening (a ring, registered buffers) and withdrawing the
-    // last reads come on top, bounded here, per read path as before the variants.
-    let bound = (per_path + PROBE_OPEN_ALLOWANCE) * candidates.len() as u32;
-    Some(Plan {
-        variants,
-        each,
-        until: now + bound,
-        bound,
-    })
-}
-
 /// Probes every candidate in turn, each reading for `each` once its backends are ready,
-/// opening it over `paths` with `io` (its method set per candidate; one factory per method,
-/// shared by that method's variants); nothing reads past `until` whatever the device does (the
-/// reads still in flight then are withdrawn within `PROBE_DRAIN`, 50 ms).
+/// opening it over `paths` with `io` (its method set per candidate); nothing reads past `until`
+/// whatever the device does (the reads still in flight then are withdrawn within
+/// `PROBE_DRAIN`, 50 ms).
 pub fn probe_candidates(
     paths: &[PathBuf],
     io: &IoConfig,
@@ -138,47 +63,22 @@ pub fn probe_candidates(
     until: Instant,
 ) -> Vec<Probed> {
     let lens: Vec<u64> = paths.iter().map(|p| file_len(p).unwrap_or(0)).collect();
-    let mut opened: Vec<(Method, Result<std::sync::Arc<dyn BackendFactory>, String>)> = Vec::new();
     candidates
         .iter()
         .map(|&candidate| {
-            let factory = match opened.iter().find(|(m, _)| *m == candidate.method) {
-                Some((_, f)) => f.clone(),
-                None => {
-                    let config = IoConfig {
-                        method: candidate.method,
-                        ..io.clone()
-                    };
-                    let f = pora_io::open(paths, &config).map_err(|e| e.to_string());
-                    opened.push((candidate.method, f.clone()));
-                    f
-                }
+            let config = IoConfig {
+                method: candidate.method,
+                ..io.clone()
             };
-            let reads_per_sec =
-                factory.and_then(|f| reads_per_sec(f.as_ref(), &lens, candidate, each, until));
+            let reads_per_sec = pora_io::open(paths, &config)
+                .map_err(|e| e.to_string())
+                .and_then(|f| reads_per_sec(f.as_ref(), &lens, candidate, each, until));
             Probed {
                 candidate,
                 reads_per_sec,
             }
         })
         .collect()
-}
-
-/// The variant `path` adopts among `probed`: the most reads/s, a tie ([`PROBE_TIE_SHARE`])
-/// going to fewer threads, then the lower depth. `None` when none of its variants read.
-pub fn adopted(probed: &[Probed], path: ReadPath) -> Option<(Candidate, f64)> {
-    let read: Vec<(Candidate, f64)> = probed
-        .iter()
-        .filter(|p| p.candidate.path == path)
-        .filter_map(|p| match p.reads_per_sec {
-            Ok(r) if r > 0.0 && r.is_finite() => Some((p.candidate, r)),
-            _ => None,
-        })
-        .collect();
-    let best = read.iter().map(|&(_, r)| r).fold(0.0, f64::max);
-    read.into_iter()
-        .filter(|&(_, r)| r >= best * (1.0 - PROBE_TIE_SHARE))
-        .min_by_key(|&(c, _)| (c.threads, c.depth))
 }
 
 /// Reads/s of `factory` with the candidate's threads x depth on random samples of files of
@@ -424,144 +324,5 @@ mod tests {
         );
         assert_eq!(got.len(), 1);
         assert!(got[0].reads_per_sec.is_err(), "{got:?}");
-    }
-    fn probed(threads: usize, depth: usize, path: ReadPath, rate: f64) -> Probed {
-        Probed {
-            candidate: Candidate {
-                threads,
-                depth,
-                ..candidate(path)
-            },
-            reads_per_sec: Ok(rate),
-        }
-    }
-
-    /// The variants of an asynchronous candidate: its own knobs first, half its depth, one
-    /// thread; none repeated, none past the CPUs; a synchronous one has only its own.
-    #[test]
-    fn the_variants_are_few_and_start_with_the_default() {
-        let c = Candidate {
-            threads: 2,
-            depth: 256,
-            ..candidate(ReadPath::Direct)
-        };
-        let knobs = |cpus| -> Vec<(usize, usize)> {
-            variants(c, cpus)
-                .iter()
-                .map(|v| (v.threads, v.depth))
-                .collect()
-        };
-        assert_eq!(knobs(2), vec![(2, 256), (2, 128), (1, 256)]);
-        // One CPU: the default's two threads become one; no variant twice.
-        assert_eq!(knobs(1), vec![(2, 256), (1, 256), (1, 128)]);
-        assert!(variants(c, 8)
-            .iter()
-            .all(|v| v.method == c.method && v.path == c.path));
-        let one = Candidate {
-            threads: 1,
-            depth: 1,
-            ..c
-        };
-        assert_eq!(variants(one, 2), vec![one]);
-    }
-
-    /// The measurement on a RAM-backed loop device: one thread at depth 256 reads 30%
-    /// more than the default two threads; the probe adopts it for that path, and leaves the
-    /// other path's default where it measured best.
-    #[test]
-    fn a_clearly_faster_variant_is_adopted() {
-        let probed = vec![
-            probed(2, 256, ReadPath::Direct, 650e3),
-            probed(2, 128, ReadPath::Direct, 749e3),
-            probed(1, 256, ReadPath::Direct, 847e3),
-            probed(2, 256, ReadPath::Buffered, 300e3),
-            probed(2, 128, ReadPath::Buffered, 200e3),
-            Probed {
-                candidate: candidate(ReadPath::Buffered),
-                reads_per_sec: Err("no time left to read in".into()),
-            },
-        ];
-        let (direct, rate) = adopted(&probed, ReadPath::Direct).unwrap();
-        assert_eq!((direct.threads, direct.depth, rate), (1, 256, 847e3));
-        let (buffered, _) = adopted(&probed, ReadPath::Buffered).unwrap();
-        assert_eq!((buffered.threads, buffered.depth), (2, 256));
-        assert!(adopted(&probed, ReadPath::Mapped).is_none());
-    }
-
-    /// Within a few percent of the best, fewer threads win, then the lower depth: the same
-    /// reads for less CPU. Just outside the tie, the faster one wins.
-    #[test]
-    fn a_tie_goes_to_fewer_threads_then_lower_depth() {
-        let path = ReadPath::Direct;
-        let tied = vec![
-            probed(2, 256, path, 800e3),
-            probed(2, 128, path, 790e3),
-            probed(1, 256, path, 780e3),
-        ];
-        let (c, _) = adopted(&tied, path).unwrap();
-        assert_eq!((c.threads, c.depth), (1, 256));
-        let depths = vec![probed(2, 256, path, 800e3), probed(2, 128, path, 790e3)];
-        let (c, _) = adopted(&depths, path).unwrap();
-        assert_eq!((c.threads, c.depth), (2, 128));
-        let apart = vec![
-            probed(2, 256, path, 800e3),
-            probed(1, 256, path, 800e3 * (1.0 - PROBE_TIE_SHARE) - 1.0),
-        ];
-        let (c, _) = adopted(&apart, path).unwrap();
-        assert_eq!((c.threads, c.depth), (2, 256));
-    }
-
-    /// The variants share the time the read paths alone had: no more reading time in all, the
-    /// same bound; and a probe over them on the simulated disk ends within that bound (plus the
-    /// steering's wait for it), measures every variant, and adopts the one reading most (on
-    /// the simulated disk, the most reads in flight).
-    #[test]
-    fn the_variants_share_the_probes_time_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("shard.dat");
-        std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
-        let paths = vec![file];
-        let default = |path| Candidate {
-            threads: 2,
-            depth: 16,
-            ..candidate(path)
-        };
-        let candidates = [default(ReadPath::Buffered), default(ReadPath::Direct)];
-        let now = Instant::now();
-        let deadline = now + Duration::from_secs(12);
-        let plan = plan(&candidates, 2, now, deadline).expect("a 12 s slot is probed");
-        assert_eq!(plan.variants.len(), 6);
-        let per_path = per_candidate(candidates.len(), now, deadline);
-        assert!(plan.each * plan.variants.len() as u32 <= per_path * candidates.len() as u32);
-        assert_eq!(
-            plan.bound,
-            (per_path + PROBE_OPEN_ALLOWANCE) * candidates.len() as u32
-        );
-        assert_eq!(plan.until, now + plan.bound);
-        assert!(super::plan(&candidates, 2, now, now + Duration::from_millis(1999)).is_none());
-
-        let io = IoConfig {
-            method: Method::Sim,
-            sim: SimConfig {
-                seed: 5,
-                latency_us: (1000, 1000),
-                ..SimConfig::default()
-            },
-            ..IoConfig::default()
-        };
-        let got = probe_candidates(&paths, &io, &plan.variants, plan.each, plan.until);
-        let took = now.elapsed();
-        assert!(
-            took <= plan.bound + PROBE_OPEN_ALLOWANCE,
-            "{took:?} past {:?}",
-            plan.bound
-        );
-        assert_eq!(got.len(), plan.variants.len());
-        // 2 x 16 in flight at 1 ms: 32k reads/s; 2 x 8 and 1 x 16: 16k. The first variant
-        // always has its time; a later one on a busy machine may find none left.
-        assert!(got[0].reads_per_sec.is_ok(), "{got:?}");
-        let (c, rate) = adopted(&got, ReadPath::Direct).expect("the direct path read");
-        assert_eq!((c.threads, c.depth), (2, 16), "{got:?}");
-        assert!(rate > 0.0);
     }
 }

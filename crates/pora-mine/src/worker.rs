@@ -335,8 +335,9 @@ struct Worker<'s> {
 /// Runs the worker of `assignment` over `backend` until the work is done, the deadline passes, `stop`
 /// is set or another worker fails.
 ///
-/// Never inlined: the per-read loop is this function's, compiled on its own whatever calls it
-/// (inlined into the pool's job loop it measured 3–4% slower on a cached shard).
+/// Never inlined: the per-read loop stays one function whatever calls it, so builds and
+/// profiles compare (inlined into the pool's job loop, a cached shard mined 2–4% slower:
+/// docs/BENCHMARKS.md 28.1).
 #[inline(never)]
 pub fn run(
     backend: &mut dyn Backend,

@@ -7,7 +7,8 @@
 #         of MEM (v1 memory.limit_in_bytes where /sys/fs/cgroup/memory is writable, else v2
 #         memory.max), the page cache dropped before every run. In order: `pora tune` the N
 #         files (its shard count and forecast), `pora mine --profile` the tuned profile, `pora
-#         mine` without a profile (auto), then each fixed method of METHODS; SLOTS slots each.
+#         mine` without a profile (auto), then each fixed method of METHODS; SLOTS slots each;
+#         all of it ROUNDS times, the order reversed every other round (per slot, a run's mean).
 #         Prints per run and slot the mean mining power over the shards, and the checks: tune's
 #         shard count, its forecast against what mine mined, every auto slot against the best
 #         fixed method of that slot.
@@ -19,7 +20,7 @@
 #         user + system time (/usr/bin/time) over the reads, for both.
 #
 # usage: bench/fast-device.sh [shards|raw|all]       (default all; needs root)
-# env:   N=4 MEM=1G SLOTS=4 BUDGET=60 METHODS="uring-direct uring mmap"
+# env:   N=4 MEM=1G SLOTS=4 ROUNDS=2 BUDGET=60 METHODS="uring-direct uring mmap"
 #        RAW_KV_BITS=16 (8 GiB) PAIRS=3 DURATION=6 OUT=dir PORA=path (target/release/pora)
 # Short version (a loaded machine): N=2 SLOTS=2 BUDGET=20 RAW_KV_BITS=13 PAIRS=1 DURATION=3
 set -euo pipefail
@@ -29,6 +30,7 @@ PART=${1:-all}
 N=${N:-4}
 MEM=${MEM:-1G}
 SLOTS=${SLOTS:-4}
+ROUNDS=${ROUNDS:-2}
 BUDGET=${BUDGET:-60}
 METHODS=${METHODS:-uring-direct uring mmap}
 RAW_KV_BITS=${RAW_KV_BITS:-16}
@@ -84,21 +86,31 @@ shards_part() {
   drop_caches
   in_cgroup "$PORA" tune "${files[@]}" --budget "$BUDGET" --json --profile "$out/profile.toml" \
     >"$out/tune.json" 2>"$out/tune.log"
-  local runs=(profile auto $METHODS)
-  for run in "${runs[@]}"; do
-    local flags=()
-    case $run in
-      profile) flags=(--profile "$out/profile.toml") ;;
-      auto) ;;
-      *) flags=(--method "$run") ;;
-    esac
-    drop_caches
-    in_cgroup "$PORA" mine "${groups[@]}" "${flags[@]}" --random-randao --slots "$SLOTS" --json \
-      >"$out/mine-$run.jsonl" 2>"$out/mine-$run.log"
+  # ROUNDS rounds of every run, the order reversed every other round: the device's speed drifts
+  # by a few percent between runs, so each run's figure per slot is its mean over the rounds.
+  local runs=(profile auto $METHODS) order=() round
+  for round in $(seq "$ROUNDS"); do
+    order=("${runs[@]}")
+    if [ $((round % 2)) = 0 ]; then
+      order=()
+      for ((k = ${#runs[@]} - 1; k >= 0; k--)); do order+=("${runs[k]}"); done
+    fi
+    for run in "${order[@]}"; do
+      local flags=()
+      case $run in
+        profile) flags=(--profile "$out/profile.toml") ;;
+        auto) ;;
+        *) flags=(--method "$run") ;;
+      esac
+      drop_caches
+      echo "round $round: $run" >&2
+      in_cgroup "$PORA" mine "${groups[@]}" "${flags[@]}" --random-randao --slots "$SLOTS" --json \
+        >"$out/mine-$run-r$round.jsonl" 2>"$out/mine-$run-r$round.log"
+    done
   done
-  python3 - "$out" "$N" "$SLOTS" "${runs[@]}" <<'PY'
+  python3 - "$out" "$N" "$SLOTS" "$ROUNDS" "${runs[@]}" <<'PY'
 import json, sys, collections
-out, n, slots, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+out, n, slots, rounds, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 tune = json.load(open(f"{out}/tune.json"))
 fc = tune.get("forecast") or {}
 print(f"tune: shards {tune['shards']} (given {n}); forecast {fc.get('method')} first slot "
@@ -106,20 +118,23 @@ print(f"tune: shards {tune['shards']} (given {n}); forecast {fc.get('method')} f
       f"knee alone {tune['predictedMiningPower']:.2f}")
 per = {}
 for run in runs:
-    slot_power, slot_method = collections.defaultdict(list), {}
-    slot = 0
-    for line in open(f"{out}/mine-{run}.jsonl"):
-        o = json.loads(line)
-        s = o.get("slot", slot)
-        slot_power[s].append(o["miningPower"])
-        slot_method[s] = o["method"]
-    per[run] = [(sum(p) / len(p), slot_method[s]) for s, p in sorted(slot_power.items())]
-    print(f"{run:>13}: " + "  ".join(f"{p:.2f} {m}" for p, m in per[run]))
+    means = []
+    for r in range(1, rounds + 1):
+        slot_power, slot_method = collections.defaultdict(list), {}
+        for line in open(f"{out}/mine-{run}-r{r}.jsonl"):
+            o = json.loads(line)
+            slot_power[o["slot"]].append(o["miningPower"])
+            slot_method[o["slot"]] = o["method"]
+        shown = [(sum(p) / len(p), slot_method[s]) for s, p in sorted(slot_power.items())]
+        print(f"{run:>13} round {r}: " + "  ".join(f"{p:.2f} {m}" for p, m in shown))
+        means.append(shown)
+    per[run] = [(sum(r[i][0] for r in means) / rounds, means[-1][i][1]) for i in range(len(means[0]))]
+    print(f"{run:>13} mean   : " + "  ".join(f"{p:.2f} {m}" for p, m in per[run]))
 fixed = [r for r in runs if r not in ("profile", "auto")]
 if per.get("auto") and fixed:
     worst = min(p / max(max(per[f][i][0] for f in fixed), 1e-9)
                 for i, (p, _) in enumerate(per["auto"]))
-    print(f"auto / best fixed, worst slot: {worst:.2f} (asked >= 0.95)")
+    print(f"auto / best fixed, worst slot: {worst:.2f} (asked >= 0.95; means over {rounds} rounds)")
 if per.get("profile"):
     first, rest = per["profile"][0][0], [p for p, _ in per["profile"][1:]]
     print(f"tune forecast / mined with the profile: first slot "

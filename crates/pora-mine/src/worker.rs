@@ -335,9 +335,10 @@ struct Worker<'s> {
 /// Runs the worker of `assignment` over `backend` until the work is done, the deadline passes, `stop`
 /// is set or another worker fails.
 ///
-/// Never inlined: the per-read loop stays one function whatever calls it, so builds and
-/// profiles compare (inlined into the pool's job loop, a cached shard mined 2–4% slower:
-/// docs/BENCHMARKS.md 28.1).
+/// Never inlined: the per-read loop stays one function whatever calls it, so profiles of
+/// different builds name it alike. Whether inlining it is faster depends on the build: 2–4%
+/// slower inlined in one (docs/BENCHMARKS.md 28.1), 3–5% faster inlined with pora-mine in one
+/// codegen unit (29.2).
 #[inline(never)]
 pub fn run(
     backend: &mut dyn Backend,

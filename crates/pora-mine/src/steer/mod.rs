@@ -394,9 +394,9 @@ impl Steering {
     }
 
     /// The best by the horizon's mean, staying with the incumbent (from the second slot on)
-    /// unless the best is clearly better (or is the map, as good and cheaper). On a tie a map goes first (where it is a
-    /// candidate, it reads cached samples for a fraction of the CPU), then buffered before
-    /// direct. Scores are compared relative to each other: when no candidate can finish the slot
+    /// unless the best is clearly better (or is the map, as good and cheaper). On a tie a map
+    /// goes first (where it is a candidate, it reads cached samples for a fraction of the CPU),
+    /// then buffered before direct. Scores are compared relative to each other: when no candidate can finish the slot
     /// (a nonce range no device reads in a slot) every score is tiny, and the faster path must
     /// still win rather than tie.
     fn best(&self, scored: &[Scored]) -> usize {

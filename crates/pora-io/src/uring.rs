@@ -49,10 +49,12 @@ const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
 /// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`. A batch
 /// of SQEs in one enter is plugged and reaches the device as one notification; at moderate depth
 /// that makes reads queue behind each other, and per-read submission (fio's rhythm) measured up
-/// to 20% faster at depth 8 and 3–5% at 32; at 64 the miner was within noise either way while
-/// `pora bench` went from 0.93 to 0.99 of fio, so 64 is included; at 128 the batch held its own
-/// and buffered rings lost badly (a cache miss is punted per enter): docs/BENCHMARKS.md §16, §17.
-const SUBMIT_EACH_MAX_DEPTH: usize = 64;
+/// to 20% faster at depth 8 and 3–5% at 32 on the virtio disk (docs/BENCHMARKS.md §16, §17). At
+/// 64 the miner was within noise either way there, while on a RAM-fast device, where the kernel's
+/// work per read is the limit, the batch read 20% more at 0.6x the CPU per read (§30), so 64
+/// batches; at 128 the batch held its own and buffered rings lost badly (a cache miss is punted
+/// per enter).
+const SUBMIT_EACH_MAX_DEPTH: usize = 32;
 
 /// What the kernel's io_uring offers beyond what pora needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

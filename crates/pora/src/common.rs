@@ -113,8 +113,9 @@ pub struct SessionArgs {
     /// Worker threads [default: CPUs for asynchronous methods, max(64, CPUs) for synchronous ones].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Nonces (reads) in flight per thread [default: 256 for asynchronous methods, 1 for
-    /// synchronous ones].
+    /// Nonces (reads) in flight per thread [default: 256 for asynchronous methods (for those that
+    /// read around the page cache, at most the device's request queue shared by the threads), 1
+    /// for synchronous ones].
     #[arg(long)]
     pub depth: Option<usize>,
     /// What a failed sample read does: retry (3 times, then drop the nonce), skip (drop the

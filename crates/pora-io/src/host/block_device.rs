@@ -34,6 +34,8 @@ pub struct QueueFacts {
     pub rotational: Option<bool>,
     pub logical_block_bytes: Option<u32>,
     pub physical_block_bytes: Option<u32>,
+    /// Hardware queues (`mq/` entries); each has `nr_requests` requests of its own.
+    pub hw_queues: Option<u32>,
 }
 
 /// A stacking layer between the file system and the disks.
@@ -257,6 +259,10 @@ pub fn queue_facts(device_dir: &Path) -> QueueFacts {
         rotational: read_num::<u8>(&q.join("rotational")).map(|r| r != 0),
         logical_block_bytes: queue_logical_block(device_dir).ok(),
         physical_block_bytes: read_num(&q.join("physical_block_size")),
+        hw_queues: std::fs::read_dir(device_dir.join("mq"))
+            .ok()
+            .map(|entries| entries.filter_map(Result::ok).count() as u32)
+            .filter(|&n| n > 0),
     }
 }
 
@@ -278,6 +284,47 @@ pub fn device_facts(roots: &Roots, major: u32, minor: u32) -> Option<DeviceFacts
         layers,
         leaves,
     })
+}
+
+impl DeviceFacts {
+    /// Reads the disks at the bottom can hold queued at once when `threads` threads submit: per
+    /// disk `nr_requests` on each hardware queue a thread can reach (a thread submits on the
+    /// queue of the CPU it runs on, so `threads` threads reach at most that many queues). More
+    /// reads than this do not reach the device sooner: they wait for a free request in the block
+    /// layer, and an io_uring read that finds none is handed to a kernel worker thread that
+    /// sleeps for it (docs/BENCHMARKS.md 30). `None` when a disk's `nr_requests` is unknown.
+    pub fn request_slots(&self, threads: usize) -> Option<usize> {
+        self.leaves
+            .iter()
+            .map(|leaf| {
+                let per_queue = leaf.queue.nr_requests? as usize;
+                let queues = leaf.queue.hw_queues.unwrap_or(1).max(1) as usize;
+                Some(per_queue * queues.min(threads.max(1)))
+            })
+            .sum()
+    }
+}
+
+/// [`DeviceFacts::request_slots`] of the device `path` is read from: the block device itself
+/// when `path` is one (`/dev/nvme0n1`), else the device under its file system. `None` when the
+/// device or its queue is unknown (tmpfs, a network file system, not Linux).
+pub fn request_slots_of(path: &Path, roots: &Roots, threads: usize) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let meta = std::fs::metadata(path).ok()?;
+        let (major, minor) = if meta.file_type().is_block_device() {
+            major_minor(meta.rdev())
+        } else {
+            device_numbers(path, roots).dev?
+        };
+        device_facts(roots, major, minor)?.request_slots(threads)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (path, roots, threads);
+        None
+    }
 }
 
 /// Depth-first walk over `slaves/`: records dm / md layers and the leaf disks.

@@ -35,6 +35,9 @@ fn canned() -> (tempfile::TempDir, Roots) {
     write(&md.join("md/level"), "raid0\n");
     let n0 = sys.join("devices/pci/nvme0/block/nvme0n1");
     queue(&n0, "[none] mq-deadline\n", 128, 0);
+    for q in 0..4 {
+        write(&n0.join(format!("mq/{q}/nr_tags")), "1023\n");
+    }
     write(&n0.join("nvme0n1p1/partition"), "1\n");
     let n1 = sys.join("devices/pci/nvme1/block/nvme1n1");
     queue(&n1, "[none] mq-deadline\n", 128, 0);
@@ -91,6 +94,34 @@ fn crypt_over_raid_layers_and_leaves() {
     assert_eq!(leaves, ["nvme0n1", "nvme1n1"]);
     assert_eq!(d.leaves[0].queue.scheduler.as_deref(), Some("none"));
     assert!(device_facts(&roots, 8, 0).is_none());
+}
+
+/// The reads a device queues at once: `nr_requests` per hardware queue a thread reaches, summed
+/// over the disks at the bottom; unknown when one disk's `nr_requests` is.
+#[test]
+fn request_slots_count_every_leaf_and_the_queues_threads_reach() {
+    let (_t, roots) = canned();
+    let vda = device_facts(&roots, 254, 1).unwrap();
+    assert_eq!(vda.leaves[0].queue.hw_queues, None);
+    assert_eq!(vda.request_slots(1), Some(256));
+    assert_eq!(
+        vda.request_slots(8),
+        Some(256),
+        "one queue, whatever the threads"
+    );
+    let raid = device_facts(&roots, 253, 0).unwrap();
+    assert_eq!(raid.leaves[0].queue.hw_queues, Some(4));
+    // nvme0n1: 4 queues of 256, reached by up to 4 threads; nvme1n1: one queue of 256.
+    assert_eq!(
+        raid.request_slots(0),
+        Some(256 + 256),
+        "no threads counts as one"
+    );
+    assert_eq!(raid.request_slots(2), Some(2 * 256 + 256));
+    assert_eq!(raid.request_slots(16), Some(4 * 256 + 256));
+    let mut unknown = raid.clone();
+    unknown.leaves[1].queue.nr_requests = None;
+    assert_eq!(unknown.request_slots(2), None);
 }
 
 #[test]

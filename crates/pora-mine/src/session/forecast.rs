@@ -2,7 +2,7 @@
 //! tune`: the same facts, candidates and model a session's first slot decides from, so what
 //! they print is what `pora mine` will do.
 
-use super::open::{candidates, default_knobs, path_rates, total_file_bytes, Tuned};
+use super::open::{candidates, default_knobs, path_rates, request_slots, total_file_bytes, Tuned};
 use super::steering::{cache_room, cached_fraction, observe};
 use crate::steer::{Decision, Steering};
 use pora_io::host::memory::CacheRoom;
@@ -29,9 +29,10 @@ pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)
     let file_bytes = total_file_bytes(paths);
     let room = cache_room();
     let cached_fraction = cached_fraction(paths, file_bytes);
+    let slots = request_slots(paths);
     // The profile's method stands for its read path, as in a session opened with it.
     let tuned = profiled.first().map(|&(method, _)| {
-        let (threads, depth) = default_knobs(method, false);
+        let (threads, depth) = default_knobs(method, false, slots);
         Tuned {
             path: PathBuf::new(),
             method,
@@ -40,7 +41,7 @@ pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)
             rates: profiled.to_vec(),
         }
     });
-    let mut steering = Steering::new(candidates(tuned.as_ref()), &path_rates(profiled));
+    let mut steering = Steering::new(candidates(tuned.as_ref(), slots), &path_rates(profiled));
     let decision = steering.decide(&observe(
         file_bytes,
         cached_fraction,

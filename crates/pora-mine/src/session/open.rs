@@ -50,9 +50,10 @@ pub(crate) fn open_device(
     let paths = Miner::paths(shards);
     let (tuned, notes) = find_profile(user_files, &options.profile)?;
     let bytes = total_file_bytes(&paths);
+    let slots = request_slots(&paths);
     let mut steering = (options.io.method == Method::Auto).then(|| {
         let profiled = path_rates(tuned.as_ref().map_or(&[][..], |t| &t.rates));
-        Steering::new(candidates(tuned.as_ref()), &profiled)
+        Steering::new(candidates(tuned.as_ref(), slots), &profiled)
     });
     let samples_needed =
         (crate::NONCES_PER_SLOT * u64::from(options.random_checks) * shards.len() as u64) as f64;
@@ -73,7 +74,7 @@ pub(crate) fn open_device(
             options.depth.unwrap_or(d.candidate.depth),
             why,
         ),
-        _ => knobs(method, why, tuned.as_ref(), &paths, options),
+        _ => knobs(method, why, tuned.as_ref(), &paths, slots, options),
     };
     if let Some(st) = steering.as_mut() {
         // Knobs the caller fixed, or a method the files forced, leave one candidate: the one
@@ -266,6 +267,7 @@ fn knobs(
     why: String,
     tuned: Option<&Tuned>,
     paths: &[PathBuf],
+    request_slots: Option<usize>,
     options: &OpenOptions,
 ) -> (usize, usize, String) {
     let (threads, depth, why) = match tuned {
@@ -279,7 +281,11 @@ fn knobs(
                 && !capabilities.bypasses_page_cache
                 && !both_given
                 && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
-            let (t, d) = default_knobs(method, resident);
+            let (t, mut d) = default_knobs(method, resident, request_slots);
+            if capabilities.bypasses_page_cache && !capabilities.completes_inline {
+                // The device's queue is shared by the threads the caller asked for.
+                d = depth_within_queue(request_slots, options.threads.unwrap_or(t));
+            }
             let shape = if !capabilities.completes_inline {
                 "asynchronous: few threads, deep queues"
             } else if resident {
@@ -297,14 +303,43 @@ fn knobs(
     )
 }
 
-/// The default (threads, depth) of a concrete method.
-pub fn default_knobs(method: Method, resident: bool) -> (usize, usize) {
+/// The default (threads, depth) of a concrete method; `request_slots` is what the device queues
+/// at once ([`request_slots`]), which bounds the reads in flight of a method that reads around
+/// the page cache asynchronously (each of them reaches the device).
+pub fn default_knobs(
+    method: Method,
+    resident: bool,
+    request_slots: Option<usize>,
+) -> (usize, usize) {
     let cpus = available_cpus();
-    if method.capabilities().completes_inline && !resident {
+    let capabilities = method.capabilities();
+    if capabilities.completes_inline && !resident {
         (cpus.max(SYNC_COLD_THREADS), 1)
+    } else if capabilities.bypasses_page_cache && !capabilities.completes_inline {
+        (cpus, depth_within_queue(request_slots, cpus))
     } else {
         (cpus, DEEP_DEPTH)
     }
+}
+
+/// Reads in flight per thread for `threads` threads that send every read to a device queuing
+/// `request_slots` at once: [`DEEP_DEPTH`], or the device's share per thread when that is less.
+/// Reads past the device's queue only wait in the block layer, and io_uring hands each of them
+/// to a kernel worker thread that sleeps for a free request (docs/BENCHMARKS.md 30: on a device
+/// queuing 128, 2 x 256 read 6% slower than 2 x 64 and cost 1.8x its CPU per read).
+pub fn depth_within_queue(request_slots: Option<usize>, threads: usize) -> usize {
+    request_slots.map_or(DEEP_DEPTH, |slots| {
+        (slots / threads.max(1)).clamp(1, DEEP_DEPTH)
+    })
+}
+
+/// What the device under `paths` queues at once for the default threads (the first file's
+/// device: a pool's files share one); `None` when unknown.
+pub fn request_slots(paths: &[PathBuf]) -> Option<usize> {
+    let roots = pora_io::host::Roots::default();
+    paths
+        .first()
+        .and_then(|p| pora_io::host::block_device::request_slots_of(p, &roots, available_cpus()))
 }
 
 /// The path of the profile `pora tune` writes for `first_file`.
@@ -333,7 +368,7 @@ pub fn read_path(method: Method) -> ReadPath {
 /// The methods `auto` chooses among here ([`Method::auto_candidates`]: one per read path, each
 /// the method pora-io ranks first on this platform); a profile's method replaces the
 /// platform's choice of its path, with the profile's knobs.
-pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
+pub(crate) fn candidates(tuned: Option<&Tuned>, request_slots: Option<usize>) -> Vec<Candidate> {
     Method::auto_candidates()
         .into_iter()
         .map(|method| {
@@ -346,7 +381,8 @@ pub(crate) fn candidates(tuned: Option<&Tuned>) -> Vec<Candidate> {
                     path,
                 },
                 None => {
-                    let (threads, depth) = default_knobs(method, path == ReadPath::Mapped);
+                    let (threads, depth) =
+                        default_knobs(method, path == ReadPath::Mapped, request_slots);
                     Candidate {
                         method,
                         threads,
@@ -369,7 +405,7 @@ mod tests {
     /// memory; and its candidates are pora-io's list.
     #[test]
     fn steering_and_resolve_auto_agree_when_nothing_is_known() {
-        let methods: Vec<Method> = candidates(None).iter().map(|c| c.method).collect();
+        let methods: Vec<Method> = candidates(None, None).iter().map(|c| c.method).collect();
         assert_eq!(methods, Method::auto_candidates());
         const GIB: u64 = 1 << 30;
         let room = |bytes: u64| CacheRoom {
@@ -380,7 +416,7 @@ mod tests {
             room_bytes: bytes,
         };
         for memory in [None, Some(room(GIB)), Some(room(64 * GIB))] {
-            let mut steering = Steering::new(candidates(None), &[]);
+            let mut steering = Steering::new(candidates(None, None), &[]);
             let d = steering.decide(&observe(
                 8 * GIB,
                 Some(0.0),
@@ -397,12 +433,55 @@ mod tests {
         );
     }
 
+    /// Reads around the page cache are kept within what the device queues, shared by the
+    /// threads; reads through the page cache, synchronous methods and unknown devices keep
+    /// their defaults.
+    #[test]
+    fn direct_asynchronous_depth_stays_within_the_device_queue() {
+        assert_eq!(depth_within_queue(None, 2), DEEP_DEPTH);
+        assert_eq!(depth_within_queue(Some(128), 2), 64);
+        assert_eq!(depth_within_queue(Some(128), 1), 128);
+        assert_eq!(depth_within_queue(Some(4 * 1023), 2), DEEP_DEPTH);
+        assert_eq!(depth_within_queue(Some(3), 4), 1, "never below one read");
+        assert_eq!(
+            depth_within_queue(Some(128), 0),
+            128,
+            "no threads counts as one"
+        );
+        let cpus = available_cpus();
+        assert_eq!(
+            default_knobs(Method::UringDirect, false, Some(128)),
+            (cpus, (128 / cpus).clamp(1, DEEP_DEPTH))
+        );
+        assert_eq!(
+            default_knobs(Method::IocpUnbuffered, false, Some(128)),
+            (cpus, (128 / cpus).clamp(1, DEEP_DEPTH))
+        );
+        assert_eq!(
+            default_knobs(Method::UringDirect, false, None),
+            (cpus, DEEP_DEPTH)
+        );
+        assert_eq!(
+            default_knobs(Method::Uring, false, Some(128)),
+            (cpus, DEEP_DEPTH)
+        );
+        assert_eq!(
+            default_knobs(Method::Direct, false, Some(128)),
+            (cpus.max(SYNC_COLD_THREADS), 1)
+        );
+        // `auto`'s direct candidate carries the same depth as an opened `uring-direct`.
+        for c in candidates(None, Some(128)) {
+            let expected = default_knobs(c.method, c.path == ReadPath::Mapped, Some(128));
+            assert_eq!((c.threads, c.depth), expected, "{:?}", c.method);
+        }
+    }
+
     /// `auto` weighs a buffered path, a direct one and a map wherever a failing disk under the
     /// map fails a read instead of ending the process: Unix (SIGBUS) and Windows x86_64 (the
     /// in-page error).
     #[test]
     fn auto_weighs_a_map_where_its_faults_are_contained() {
-        let paths: Vec<ReadPath> = candidates(None).iter().map(|c| c.path).collect();
+        let paths: Vec<ReadPath> = candidates(None, None).iter().map(|c| c.path).collect();
         assert!(paths.contains(&ReadPath::Buffered), "{paths:?}");
         let contained = cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"));
         assert_eq!(paths.contains(&ReadPath::Mapped), contained, "{paths:?}");

@@ -28,8 +28,11 @@ pub(crate) trait InlineReader: Send {
     /// The method this reader implements.
     fn method(&self) -> Method;
     /// Called once per `submit` with the reads submitted by it, before any of them is performed
-    /// (periodic length checks, prefetching).
+    /// (periodic length checks).
     fn before_batch(&mut self, _batch: &[SampleRead]) {}
+    /// Called with reads as they are pushed (prefetching): a caller that pushes a group of
+    /// reads and then works on (the miner hashes its next group) gives them that long to arrive.
+    fn on_push(&mut self, _reads: &[SampleRead]) {}
     /// Reads one sample; EINTR/EAGAIN are retried inside.
     fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError>;
 }
@@ -62,7 +65,14 @@ impl<R: InlineReader> Backend for InlineBackend<R> {
         self.queue.in_flight()
     }
     fn push(&mut self, read: SampleRead) -> Result<(), QueueFull> {
-        self.queue.push(read)
+        self.queue.push(read)?;
+        self.reader.on_push(std::slice::from_ref(&read));
+        Ok(())
+    }
+    fn push_all(&mut self, reads: &[SampleRead]) -> Result<(), QueueFull> {
+        self.queue.push_all(reads)?;
+        self.reader.on_push(reads);
+        Ok(())
     }
     fn submit(&mut self) -> Result<(), IoError> {
         self.reader.before_batch(self.queue.mark_submitted());
@@ -143,6 +153,15 @@ impl InlineQueue {
             return Err(QueueFull);
         }
         self.pending.push(read);
+        Ok(())
+    }
+
+    /// All of `reads` or, past the capacity, none.
+    fn push_all(&mut self, reads: &[SampleRead]) -> Result<(), QueueFull> {
+        if self.in_flight() + reads.len() > self.capacity {
+            return Err(QueueFull);
+        }
+        self.pending.extend_from_slice(reads);
         Ok(())
     }
 
@@ -258,11 +277,16 @@ mod tests {
     struct SlowReader {
         latency: Duration,
         reads: usize,
+        /// Reads announced to `on_push`, in order.
+        announced: Vec<u32>,
     }
 
     impl InlineReader for SlowReader {
         fn method(&self) -> Method {
             Method::Sim
+        }
+        fn on_push(&mut self, reads: &[SampleRead]) {
+            self.announced.extend(reads.iter().map(|r| r.tag));
         }
         fn read(&mut self, read: &SampleRead) -> Result<Sample, ReadError> {
             self.reads += 1;
@@ -283,6 +307,7 @@ mod tests {
             SlowReader {
                 latency: Duration::from_millis(latency_ms),
                 reads: 0,
+                announced: Vec::new(),
             },
             depth,
         )
@@ -386,6 +411,38 @@ mod tests {
         expected.extend(100..100 + first);
         assert_eq!(tags, expected);
         assert!(b.queue.pending.capacity() == 8, "no reallocation");
+    }
+
+    /// `push_all` queues a group in order and tells the reader (which prefetches) at once, and
+    /// a group beyond the capacity is refused whole: nothing of it is queued or announced.
+    #[test]
+    fn push_all_queues_in_order_or_not_at_all() {
+        let mut b = slow_backend(0, 8);
+        let reads = |tags: std::ops::Range<u32>| -> Vec<SampleRead> {
+            tags.map(|tag| SampleRead {
+                tag,
+                file: 0,
+                offset: u64::from(tag),
+            })
+            .collect()
+        };
+        b.push_all(&reads(0..5)).unwrap();
+        assert_eq!(b.reader.announced, [0, 1, 2, 3, 4]);
+        assert_eq!(b.reader.reads, 0, "announced, not performed");
+        assert_eq!(b.push_all(&reads(5..9)), Err(QueueFull));
+        assert_eq!(b.in_flight(), 5);
+        assert_eq!(b.reader.announced.len(), 5);
+        b.push(reads(5..6)[0]).unwrap();
+        b.push_all(&reads(6..8)).unwrap();
+        b.submit().unwrap();
+        let mut out = Vec::new();
+        while b.in_flight() > 0 {
+            b.reap(&mut out, 1, None).unwrap();
+        }
+        let tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+        assert_eq!(tags, (0..8).collect::<Vec<_>>());
+        assert_eq!(b.reader.announced, tags);
+        assert_eq!(b.queue.pending.capacity(), 8, "no reallocation");
     }
 
     /// `drop_queued` forgets only the reads not yet submitted: they are never performed, the

@@ -130,6 +130,12 @@ pub trait Backend: Send {
     /// Queues one read. Nothing reaches the OS until [`Backend::submit`].
     fn push(&mut self, read: SampleRead) -> Result<(), QueueFull>;
 
+    /// Queues `reads` in order, as [`Backend::push`] would one by one: one call per batch of
+    /// the miner instead of one per read. On `QueueFull` a prefix of `reads` may be queued.
+    fn push_all(&mut self, reads: &[SampleRead]) -> Result<(), QueueFull> {
+        reads.iter().try_for_each(|read| self.push(*read))
+    }
+
     /// Hands every queued read to the OS; synchronous methods perform them here.
     fn submit(&mut self) -> Result<(), IoError>;
 

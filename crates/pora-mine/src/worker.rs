@@ -17,7 +17,9 @@
 //! set every shard's pace).
 //!
 //! The loop per batch: submit everything pushed, reap at least one completion (waiting at most
-//! until the deadline), process every completion (pushing the follow-up reads), repeat. Per batch
+//! until the deadline), process every completion, repeat. Processing hashes the batch 16
+//! messages at a time and pushes each group's follow-up reads before hashing the next group, in
+//! one call to the backend per group. Per batch
 //! and not per sample: two clock reads (the deadline check and the wait-vs-busy split for the
 //! bottleneck), one load of the stop flag and, for `--find first`, one load per shard of its
 //! "found" flag. Per sample there is no allocation, lock, clock read or atomic: counts are kept in
@@ -45,6 +47,9 @@ use std::time::{Duration, Instant};
 pub const MAX_RETRIES: u8 = 3;
 /// Read errors kept as messages per worker (the rest are only counted).
 const MAX_MESSAGES: usize = 8;
+/// Messages hashed, and reads pushed, together (two passes of the widest Keccak kernel, 8-way):
+/// 8 was as fast (docs/BENCHMARKS.md 31).
+const PUSH_GROUP: usize = 16;
 /// Longest single wait, so that the stop flag is seen promptly even when reads are slow.
 const MAX_WAIT: Duration = Duration::from_millis(20);
 
@@ -288,13 +293,13 @@ impl HashBatch {
         self.blocks.push(block);
     }
 
-    fn hash(&mut self) {
-        let len = self.blocks.len();
-        if self.hashes.len() < len {
+    /// Hashes messages `range` (within `len()`).
+    fn hash_range(&mut self, range: Range<usize>) {
+        if self.hashes.len() < range.end {
             // Not reached (a batch holds at most one message per chain); kept so it cannot panic.
-            self.hashes.resize(len, [0; 4]);
+            self.hashes.resize(range.end, [0; 4]);
         }
-        keccak256_padded_blocks(&self.blocks, &mut self.hashes[..len]);
+        keccak256_padded_blocks(&self.blocks[range.clone()], &mut self.hashes[range]);
     }
 
     fn len(&self) -> usize {
@@ -330,6 +335,9 @@ struct Worker<'s> {
     /// Reads answered from the overlay, processed with the next batch (at most one per chain,
     /// so never more than `depth`: sized once).
     from_overlay: Vec<Completion>,
+    /// Reads queued while a group of messages is processed, pushed to the backend together
+    /// (one call per group, not per read; at most one per chain: sized once).
+    outbox: Vec<SampleRead>,
 }
 
 /// Runs the worker of `assignment` over `backend` until the work is done, the deadline passes, `stop`
@@ -384,6 +392,7 @@ impl<'s> Worker<'s> {
             steps: HashBatch::with_capacity(depth),
             starts: HashBatch::with_capacity(depth),
             from_overlay: Vec::with_capacity(depth),
+            outbox: Vec::with_capacity(depth),
         }
     }
 
@@ -486,25 +495,42 @@ impl<'s> Worker<'s> {
             };
             match completion.result {
                 Ok(sample) => self.steps.push(idx, step_block(&chain.hash, &sample)),
-                Err(e) => self.on_read_error(backend, idx, e)?,
+                Err(e) => self.on_read_error(idx, e)?,
             }
         }
-        self.steps.hash();
-        for k in 0..self.steps.len() {
-            let (idx, hash) = (self.steps.chains[k] as usize, self.steps.hashes[k]);
-            self.after_step(backend, idx, hash)?;
-        }
+        self.hash_in_groups(backend, |w| &mut w.steps, Self::after_step)?;
         self.start_queued(backend)
+    }
+
+    /// Hashes the batch's `which` messages a group at a time; after each group, takes each
+    /// chain's step (or starts its nonce) and pushes the reads that queued. The backend so has
+    /// a group's reads while the next groups are hashed: an mmap backend prefetches them, so
+    /// their cache lines arrive during that hashing instead of while the read waits (7–13%
+    /// more nonces/s on a cached shard than one push per batch, docs/BENCHMARKS.md 31).
+    #[inline(always)]
+    fn hash_in_groups(
+        &mut self,
+        backend: &mut dyn Backend,
+        messages: impl Fn(&mut Self) -> &mut HashBatch,
+        mut then: impl FnMut(&mut Self, usize, Lanes),
+    ) -> Result<(), MineError> {
+        let len = messages(self).len();
+        for from in (0..len).step_by(PUSH_GROUP) {
+            let to = len.min(from + PUSH_GROUP);
+            messages(self).hash_range(from..to);
+            for k in from..to {
+                let batch = messages(self);
+                let (idx, hash) = (batch.chains[k] as usize, batch.hashes[k]);
+                then(self, idx, hash);
+            }
+            self.flush_outbox(backend)?;
+        }
+        Ok(())
     }
 
     /// Chain `idx` took a step to `hash`: read its next sample, or finish its nonce.
     #[inline]
-    fn after_step(
-        &mut self,
-        backend: &mut dyn Backend,
-        idx: usize,
-        hash: Lanes,
-    ) -> Result<(), MineError> {
+    fn after_step(&mut self, idx: usize, hash: Lanes) {
         let checks = self.shared.random_checks;
         let chain = &mut self.chains[idx];
         let shard = chain.shard as usize;
@@ -516,9 +542,10 @@ impl<'s> Worker<'s> {
             if self.work[shard].found {
                 // `--find first` already has its nonce: abandon (uncounted) rather than read on.
                 self.queue_start(idx);
-                return Ok(());
+                return;
             }
-            return self.issue_read(backend, idx);
+            self.issue_read(idx);
+            return;
         }
         let (nonce, hash1) = (chain.nonce, chain.hash);
         self.tallies[shard].tried += 1;
@@ -533,7 +560,6 @@ impl<'s> Worker<'s> {
             }
         }
         self.queue_start(idx);
-        Ok(())
     }
 
     fn record_valid(&mut self, candidate: ValidNonce) {
@@ -559,12 +585,7 @@ impl<'s> Worker<'s> {
 
     /// A failed read: retry it, drop the nonce, or end the slot, per `--on-io-error`.
     #[cold]
-    fn on_read_error(
-        &mut self,
-        backend: &mut dyn Backend,
-        idx: usize,
-        error: ReadError,
-    ) -> Result<(), MineError> {
+    fn on_read_error(&mut self, idx: usize, error: ReadError) -> Result<(), MineError> {
         let path = self
             .shared
             .paths
@@ -580,12 +601,12 @@ impl<'s> Worker<'s> {
             }),
             OnIoError::Retry if chain.retries < MAX_RETRIES => {
                 chain.retries += 1;
-                let read = SampleRead {
+                self.outbox.push(SampleRead {
                     tag: idx as u32,
                     file: chain.file,
                     offset: chain.offset,
-                };
-                backend.push(read).map_err(|_| queue_full())
+                });
+                Ok(())
             }
             policy => {
                 let shard = chain.shard as usize;
@@ -636,19 +657,33 @@ impl<'s> Worker<'s> {
             .push(idx, self.shared.prefixes[shard].hash0_block(nonce));
     }
 
-    /// Hashes the queued hash0s together and pushes each new nonce's first read.
+    /// Hashes the queued hash0s and pushes each new nonce's first read.
     fn start_queued(&mut self, backend: &mut dyn Backend) -> Result<(), MineError> {
-        self.starts.hash();
-        for k in 0..self.starts.len() {
-            let idx = self.starts.chains[k] as usize;
-            self.chains[idx].hash = self.starts.hashes[k];
-            self.issue_read(backend, idx)?;
-        }
-        Ok(())
+        self.hash_in_groups(
+            backend,
+            |w| &mut w.starts,
+            |w, idx, hash| {
+                w.chains[idx].hash = hash;
+                w.issue_read(idx);
+            },
+        )?;
+        // Retries queued by a failed read, when no group pushed after them.
+        self.flush_outbox(backend)
     }
 
+    /// Pushes the queued reads to the backend, in one call.
+    fn flush_outbox(&mut self, backend: &mut dyn Backend) -> Result<(), MineError> {
+        if self.outbox.is_empty() {
+            return Ok(());
+        }
+        let pushed = backend.push_all(&self.outbox);
+        self.outbox.clear();
+        pushed.map_err(|_| queue_full())
+    }
+
+    /// Queues chain `idx`'s next read in the outbox, or takes its sample from the overlay.
     #[inline]
-    fn issue_read(&mut self, backend: &mut dyn Backend, idx: usize) -> Result<(), MineError> {
+    fn issue_read(&mut self, idx: usize) {
         let chain = &mut self.chains[idx];
         let shard = chain.shard as usize;
         let target = self.shared.plans[shard].target(&chain.hash);
@@ -658,18 +693,16 @@ impl<'s> Worker<'s> {
                 tag: idx as u32,
                 result: Ok(sample),
             });
-            return Ok(());
+            return;
         }
         // The plans number files over the whole miner; the backend only has its pool's.
         chain.file = target.file - self.assignment.first_file;
         chain.offset = target.offset;
-        backend
-            .push(SampleRead {
-                tag: idx as u32,
-                file: chain.file,
-                offset: target.offset,
-            })
-            .map_err(|_| queue_full())
+        self.outbox.push(SampleRead {
+            tag: idx as u32,
+            file: chain.file,
+            offset: target.offset,
+        });
     }
 
     /// The next (shard, nonce): from `home` while it has work, else from the next shard of the

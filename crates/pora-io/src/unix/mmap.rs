@@ -207,7 +207,9 @@ impl InlineReader for MmapReader {
             self.check_lengths();
         }
         self.reads_until_check = self.reads_until_check.saturating_sub(batch.len() as u64);
-        for r in batch {
+    }
+    fn on_push(&mut self, reads: &[SampleRead]) {
+        for r in reads {
             if let Some(f) = self.files.get(r.file as usize) {
                 prefetch(f, r.offset);
             }
@@ -225,9 +227,10 @@ impl InlineReader for MmapReader {
     }
 }
 
-/// Asks the CPU to start loading the sample's cache line, so that a batch of reads from a cached
-/// shard waits for its DRAM misses in parallel rather than one after another (memory-level
-/// parallelism: the copies then mostly hit cache). Only offsets inside the bound are touched.
+/// Asks the CPU to start loading the sample's cache line when the read is pushed, so that reads
+/// from a cached shard wait for their DRAM misses in parallel rather than one after another
+/// (memory-level parallelism), and while the miner still hashes (it pushes a group at a time):
+/// the copies then mostly hit cache. Only offsets inside the bound are touched.
 #[inline]
 fn prefetch(f: &MappedFile, offset: u64) {
     #[cfg(target_arch = "x86_64")]

@@ -19,11 +19,11 @@
 //! The loop per batch: submit everything pushed, reap at least one completion (waiting at most
 //! until the deadline), process every completion, repeat. Processing hashes the batch 16
 //! messages at a time and pushes each group's follow-up reads before hashing the next group, in
-//! one call to the backend per group. Per batch
-//! and not per sample: two clock reads (the deadline check and the wait-vs-busy split for the
-//! bottleneck), one load of the stop flag and, for `--find first`, one load per shard of its
-//! "found" flag. Per sample there is no allocation, lock, clock read or atomic: counts are kept in
-//! the worker and summed by the caller after the slot.
+//! one call to the backend per group. Per batch and not per sample: two clock reads (the
+//! deadline check and the wait-vs-busy split for the bottleneck), one load of the stop flag and,
+//! for `--find first`, one load per shard of its "found" flag. Per sample there is no
+//! allocation, lock, clock read or atomic: counts are kept in the worker and summed by the caller
+//! after the slot.
 //!
 //! Deadline rule: nothing is submitted once the deadline has passed, and a batch reaped after the
 //! deadline is abandoned, so a nonce counts only when its last read was reaped before the
@@ -502,8 +502,9 @@ impl<'s> Worker<'s> {
         self.start_queued(backend)
     }
 
-    /// Hashes the batch's `which` messages a group at a time; after each group, takes each
-    /// chain's step (or starts its nonce) and pushes the reads that queued. The backend so has
+    /// Hashes the batch `messages` picks a group at a time; after each group, runs `then` on
+    /// each message's chain and hash (a step taken, or a nonce started) and pushes the reads
+    /// that queued. The backend so has
     /// a group's reads while the next groups are hashed: an mmap backend prefetches them, so
     /// their cache lines arrive during that hashing instead of while the read waits (7–13%
     /// more nonces/s on a cached shard than one push per batch, docs/BENCHMARKS.md 31).

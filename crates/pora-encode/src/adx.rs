@@ -384,6 +384,12 @@ mod tests {
         ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
     }
 
+    /// The token, or `None` after printing `SKIP: <test>: CPU lacks bmi2 and adx` (once per
+    /// test): the assembly's tests never pass silently on a CPU that cannot run it.
+    fn detect_or_skip(test: &str) -> Option<Adx> {
+        test_values::detect_or_skip(test, "bmi2 and adx", Adx::detect)
+    }
+
     /// The shared edge values with one more before the last: r-1 with its third limb one lower
     /// too.
     fn edges() -> Vec<Fr> {
@@ -415,8 +421,7 @@ mod tests {
 
     #[test]
     fn edge_values_match_portable_and_ark() {
-        let Some(adx) = Adx::detect() else {
-            eprintln!("CPU without BMI2/ADX: assembly not tested");
+        let Some(adx) = detect_or_skip("adx::tests::edge_values_match_portable_and_ark") else {
             return;
         };
         let e = edges();
@@ -433,7 +438,8 @@ mod tests {
 
     #[test]
     fn sweep_hits_both_final_subtraction_outcomes() {
-        let Some(adx) = Adx::detect() else {
+        let Some(adx) = detect_or_skip("adx::tests::sweep_hits_both_final_subtraction_outcomes")
+        else {
             return;
         };
         // xorshift64: deterministic and cheap; top limbs below r's keep the inputs canonical.
@@ -466,7 +472,7 @@ mod tests {
 
         #[test]
         fn random_inputs_match_portable_and_ark(x in canonical(), y in canonical(), z in canonical()) {
-            if let Some(adx) = Adx::detect() {
+            if let Some(adx) = detect_or_skip("adx::tests::random_inputs_match_portable_and_ark") {
                 check_all(adx, x, y, z);
             }
         }

@@ -15,6 +15,8 @@
 //! The square builds the 512-bit square from 10 word products (6 cross products doubled, 4 on the
 //! diagonal) and reduces it afterwards (SOS), 26 multiplies instead of 32. Every result goes through one final conditional subtraction, so outputs are canonical (`< r`)
 //! exactly like the portable path, bit for bit.
+//!
+//! Layer 1 of the crate (field arithmetic); it imports only from this layer or below.
 
 use crate::arith::Arith;
 use crate::field::{Fr, INV, MODULUS};

@@ -24,6 +24,8 @@
 //! them only through an [`Avx512f`] token, which exists only when the CPU has AVX-512F. The only
 //! `unsafe` blocks are the token-checked entry points and the unaligned loads/stores between
 //! `[u64; 8]` arrays and vectors.
+//!
+//! Layer 2 of the crate (the lane operations); it imports only from this layer or below.
 
 use crate::field::{Fr, MODULUS};
 use core::arch::x86_64::{
@@ -342,7 +344,7 @@ const _: () = {
 /// conditional subtraction), so the NTT's results need no second conversion.
 const ONE_INTEGER: Limbs29 = [1, 0, 0, 0, 0, 0, 0, 0, 0];
 
-crate::poseidon_lanes::lane_arith! {
+crate::lanes::lane_arith! {
     features: "avx512f",
     limbs: Limbs29,
     to_limbs: to_limbs29,

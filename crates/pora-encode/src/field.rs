@@ -9,6 +9,8 @@
 //!
 //! This is the portable implementation of the hot operations; on x86-64 CPUs with BMI2/ADX the
 //! mask code uses the bit-identical assembly in [`crate::adx`] instead (see [`crate::arith`]).
+//!
+//! Layer 1 of the crate (field arithmetic); it imports only from this layer or below.
 
 /// The modulus r, little-endian limbs.
 pub const MODULUS: [u64; 4] = [

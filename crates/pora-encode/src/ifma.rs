@@ -28,6 +28,8 @@
 //! code reaches them only through an [`Ifma`] token, which exists only when the CPU has both
 //! features. The only `unsafe` blocks are the token-checked entry points and the unaligned
 //! loads/stores between `[u64; 8]` arrays and vectors.
+//!
+//! Layer 2 of the crate (the lane operations); it imports only from this layer or below.
 
 use crate::field::{Fr, INV, MODULUS};
 use core::arch::x86_64::{
@@ -310,7 +312,7 @@ fn normalize(mut x: [__m512i; LIMBS]) -> Lanes {
     Lanes(x)
 }
 
-crate::poseidon_lanes::lane_arith! {
+crate::lanes::lane_arith! {
     features: "avx512f,avx512ifma",
     limbs: Limbs52,
     to_limbs: to_limbs52,

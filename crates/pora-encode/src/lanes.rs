@@ -14,11 +14,13 @@
 /// `$to_form` / `$from_form` between canonical 4×64 elements (`a·2^256`) and the module's form
 /// (`a·R`); the NTT's sliced helpers (`sliced_from_fr`, `butterfly`, `canonical_integers`; the
 /// module gives `normalize`, `FOUR_R_SPREAD`, `ONE_INTEGER` and `Sliced`); the token's `mul`,
-/// `square`, `pow5`, `dot3` and raw (limb-level, for the bound tests) methods; and the tests of
-/// those methods against the portable field (the module keeps its raw-bound tests and gives
-/// `detect_or_skip`). All lazy: a product of values below `A·r` and `B·r` reduces to below
-/// `(A·B·r/R + 1)·r`; `r/R` is below 1/84 for IFMA, 1/168 for AVX-512F. `$to_constant` is the
-/// integer whose Montgomery product with `a·2^256` is `a·R`; `$from_constant` is `2^256 mod r`.
+/// `square`, `pow5`, `dot3` and raw (limb-level, for the bound tests) methods; the tests of those
+/// methods against the portable field, and for the module's own raw-bound tests `detect_or_skip`
+/// (`$lacks` names the feature a SKIP line says the CPU lacks) and the limb helpers of
+/// `lane_tests`. All lazy: a product of values below `A·r` and `B·r` reduces to below
+/// `(A·B·r/R + 1)·r`; `r/R` is below `1/$r_fraction`: 1/84 for IFMA, 1/168 for AVX-512F.
+/// `$to_constant` is the integer whose Montgomery product with `a·2^256` is `a·R`;
+/// `$from_constant` is `2^256 mod r`.
 macro_rules! lane_arith {
     (
         features: $features:literal,
@@ -29,21 +31,98 @@ macro_rules! lane_arith {
         from_constant: $from_constant:ident,
         to_form: $to_form:ident,
         from_form: $from_form:ident,
-        token: $token:ident $(,)?
+        token: $token:ident,
+        lacks: $lacks:literal,
+        r_fraction: $r_fraction:literal $(,)?
     ) => {
+        /// The token, or `None` after printing `SKIP: <test>: CPU lacks <feature>` (once per
+        /// test, so a property test's cases do not repeat it): tests never pass silently on a CPU
+        /// without the module's features.
+        #[cfg(test)]
+        pub(crate) fn detect_or_skip(test: &str) -> Option<$token> {
+            crate::field::test_values::detect_or_skip(test, $lacks, $token::detect)
+        }
+
         #[cfg(test)]
         mod lane_tests {
             // The eight-lane operations against the portable field and ark-ff: every pair of
-            // edge values, and random canonical inputs.
+            // edge values, and random canonical inputs. Also the limb-level helpers the module's
+            // raw-bound tests share (`pub(super)`).
 
             use super::*;
             use crate::arith::{Arith, Portable};
             use crate::field::test_values::{self, edges};
-            use ark_ff::PrimeField;
+            use ark_ff::{Field, PrimeField};
             use proptest::prelude::*;
 
-            fn ark(x: Fr) -> ark_bn254::Fr {
+            pub(super) fn ark(x: Fr) -> ark_bn254::Fr {
                 ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
+            }
+
+            /// The integer in the module's limbs (each below 2^64, normalised or not), as an ark
+            /// element mod r.
+            pub(super) fn ark_of_limbs(x: &$limbs) -> ark_bn254::Fr {
+                let base = ark_bn254::Fr::from(1u64 << LIMB_BITS);
+                x.iter().rev().fold(ark_bn254::Fr::from(0u64), |acc, &l| {
+                    acc * base + ark_bn254::Fr::from(l)
+                })
+            }
+
+            /// The value in limbs as a multiple of r, roughly (to check the lazy bounds).
+            pub(super) fn in_units_of_r(x: &$limbs) -> f64 {
+                let value: f64 = x
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &l)| l as f64 * 2f64.powi((LIMB_BITS as usize * j) as i32))
+                    .sum();
+                let r: f64 = MODULUS
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &l)| l as f64 * 2f64.powi(64 * j as i32))
+                    .sum();
+                value / r
+            }
+
+            /// `R^-1` for the module's `R = 2^(LIMBS·LIMB_BITS)`: a raw product is `a·b·R^-1`.
+            pub(super) fn inv_r() -> ark_bn254::Fr {
+                let r_bits = (LIMBS as u32 * LIMB_BITS) as u64;
+                ark_bn254::Fr::from(2u64).pow([r_bits]).inverse().unwrap()
+            }
+
+            /// A raw result: normalised limbs, `want` mod r, below `bound·r`.
+            pub(super) fn check_raw(got: &$limbs, want: ark_bn254::Fr, bound: f64) {
+                assert!(got.iter().all(|&l| l <= LIMB_MASK), "unnormalised {got:x?}");
+                assert_eq!(ark_of_limbs(got), want);
+                let units = in_units_of_r(got);
+                assert!(units < bound, "{units} r >= bound {bound} r");
+            }
+
+            /// The raw multiply, square and `dot3` with an addend on lazily reduced lanes: each
+            /// right mod r, normalised, and within `(A·B·r/R + 1)·r` (plus the addend), `r/R` taken as
+            /// the invocation's `r_fraction` (1/84 or 1/168).
+            pub(super) fn check_raw_operations(
+                token: $token,
+                a: &[$limbs; LANES],
+                b: &[$limbs; LANES],
+                c: &[$limbs; LANES],
+                p: &[$limbs; LANES],
+            ) {
+                let k = inv_r();
+                let fraction = $r_fraction as f64;
+                let prod = token.mul_raw(a, b);
+                let sq = token.square_raw(a);
+                let dot = token.dot3_plus_raw(&[*c, *a, *b], &[*a, *c, *c], p);
+                for i in 0..LANES {
+                    let (aa, bb) = (ark_of_limbs(&a[i]), ark_of_limbs(&b[i]));
+                    let (cc, pp) = (ark_of_limbs(&c[i]), ark_of_limbs(&p[i]));
+                    let (ua, ub) = (in_units_of_r(&a[i]), in_units_of_r(&b[i]));
+                    let uc = in_units_of_r(&c[i]);
+                    check_raw(&prod[i], aa * bb * k, ua * ub / fraction + 1.0);
+                    check_raw(&sq[i], aa * aa * k, ua * ua / fraction + 1.0);
+                    let bound =
+                        (uc * ua + ua * uc + ub * uc) / fraction + 1.0 + in_units_of_r(&p[i]);
+                    check_raw(&dot[i], (cc * aa + aa * cc + bb * cc) * k + pp, bound);
+                }
             }
 
             fn lanes_of(xs: &[Fr]) -> [Fr; LANES] {

@@ -58,16 +58,35 @@ fn crate_paths(code: &str) -> Vec<(usize, String)> {
     for (at, _) in code.match_indices("crate::") {
         let line = code[..at].matches('\n').count() + 1;
         let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let group = &group[..group.find('}').expect("a closed `crate::{` group")];
-            for item in group.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-                found.push((line, first_segment(item)));
-            }
-        } else {
-            found.push((line, first_segment(rest)));
+        match rest.strip_prefix('{') {
+            Some(group) => found.extend(group_items(group).map(|item| (line, first_segment(item)))),
+            None => found.push((line, first_segment(rest))),
         }
     }
     found
+}
+
+/// The items of a `{...}` group (`group` starts after the `{`), split at its own commas: nested
+/// groups (`a::{b, c}`) stay inside their item.
+fn group_items(group: &str) -> impl Iterator<Item = &str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.into_iter().map(str::trim).filter(|i| !i.is_empty())
 }
 
 fn first_segment(path: &str) -> String {
@@ -124,16 +143,26 @@ fn resolver(sources: &BTreeMap<String, String>) -> Resolver {
     let lib = code_of(&sources["lib"]);
     let mut reexports = BTreeMap::new();
     let mut root_items = Vec::new();
-    for line in lib.lines().map(str::trim) {
-        if let Some(path) = line.strip_prefix("pub use ") {
+    // Statements, not lines: rustfmt may wrap a long `pub use` group.
+    for statement in lib.split(';') {
+        let item_at = |keyword: &str| {
+            statement
+                .find(keyword)
+                .map(|i| &statement[i + keyword.len()..])
+        };
+        if let Some(path) = item_at("pub use ") {
             let (module, names) = path.split_once("::").expect("`pub use module::...`");
-            let names = names
-                .trim_end_matches(';')
-                .trim_matches(|c| c == '{' || c == '}');
-            for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                reexports.insert(first_segment(name), module.to_string());
+            match names.strip_prefix('{') {
+                Some(group) => {
+                    for name in group_items(group) {
+                        reexports.insert(first_segment(name), module.to_string());
+                    }
+                }
+                None => {
+                    reexports.insert(first_segment(names), module.to_string());
+                }
             }
-        } else if let Some(item) = line.strip_prefix("pub const ") {
+        } else if let Some(item) = item_at("pub const ") {
             root_items.push(first_segment(item));
         }
     }
@@ -214,35 +243,50 @@ fn every_import_points_to_the_same_layer_or_below() {
     );
 }
 
-/// The check itself: an import from above, a grouped one, a re-exported name and a file with no
-/// layer are each reported; imports from below and from the same layer are not.
+/// The check itself: an import from above, one inside a nested, wrapped group, a re-exported
+/// name (with lib.rs's `pub use` wrapped as rustfmt may wrap it) and a file with no layer are
+/// each reported; imports from below and from the same layer are not.
 #[test]
 fn the_check_reports_what_it_should() {
     let mut sources = sources();
     assert!(violations(&sources).is_empty());
-    let ntt = sources["ntt"].clone();
-    sources.insert(
-        "ntt".into(),
-        format!("{ntt}\nuse crate::kernel::Kernel;\nuse crate::{{field, mask}};\nfn f() -> crate::Kernel {{ todo!() }}\n"),
+    let lib = sources["lib"].replace(
+        "pub use kernel::{Kernel, ARITH_ENV};",
+        "pub use kernel::{\n    Kernel,\n    ARITH_ENV,\n};",
     );
+    assert_ne!(
+        lib, sources["lib"],
+        "lib.rs re-exports Kernel as the test expects"
+    );
+    sources.insert("lib".into(), lib);
+    let ntt = sources["ntt"].clone();
+    let upward = [
+        "use crate::kernel::Kernel;",
+        "use crate::{",
+        "    field::{Fr as F, MODULUS},",
+        "    mask::mask,",
+        "};",
+        "fn f() -> crate::Kernel { todo!() }",
+    ];
+    sources.insert("ntt".into(), format!("{ntt}\n{}\n", upward.join("\n")));
     sources.insert("new_file".into(), "use crate::field::Fr;\n".into());
     let found = violations(&sources);
-    let lines = ntt.lines().count();
+    let at = |i: usize| ntt.lines().count() + 2 + i;
     assert_eq!(
         found,
         [
             "src/new_file.rs has no layer in tests/layers.rs's LAYERS".to_string(),
             format!(
                 "src/ntt.rs:{}: `crate::kernel` is layer 5, above ntt's 3",
-                lines + 2
+                at(0)
             ),
             format!(
                 "src/ntt.rs:{}: `crate::mask` is layer 6, above ntt's 3",
-                lines + 3
+                at(1)
             ),
             format!(
                 "src/ntt.rs:{}: `crate::Kernel` is layer 5, above ntt's 3",
-                lines + 4
+                at(5)
             ),
         ]
     );

@@ -15,6 +15,8 @@
 //! The square builds the 512-bit square from 10 word products (6 cross products doubled, 4 on the
 //! diagonal) and reduces it afterwards (SOS), 26 multiplies instead of 32. Every result goes through one final conditional subtraction, so outputs are canonical (`< r`)
 //! exactly like the portable path, bit for bit.
+//!
+//! Layer 1 of the crate (field arithmetic); it imports only from this layer or below.
 
 use crate::arith::Arith;
 use crate::field::{Fr, INV, MODULUS};
@@ -44,32 +46,46 @@ impl Adx {
     }
 }
 
-/// `T += a·b[i]` for one 4-limb `a` at byte offset `$a` of `{a}` and one word of `b` at byte
-/// offset `$b` of `{b}`. Low halves go down the OF chain, high halves down the CF chain. `$zero`
-/// is cleared first to clear both flags: `T4` at the first product of a row (the top limb starts
-/// at zero there), otherwise the scratch `lo`.
+/// `T += a_k·b_k[i]` for one 4-limb `a_k` at byte offset `$k` of `{a}` and word `i` of `b_k`, at
+/// byte offset `$k + $i` of `{b}` (`$i` is `8·i`; the assembler adds the two). Low halves go
+/// down the OF chain, high halves down the CF chain. `$zero` is cleared first to clear both
+/// flags: `T4` at the first product of a row (the top limb starts at zero there), otherwise the
+/// scratch `lo`.
 // One instruction per line: rustfmt would split every `concat!` piece onto its own line.
 #[rustfmt::skip]
 macro_rules! product_row {
-    ($zero:literal, $a:literal, $b:literal, $t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
+    ($zero:literal, $k:literal, $i:literal, $t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
         concat!(
-            "mov rdx, qword ptr [{b} + ", $b, "]\n",
+            "mov rdx, qword ptr [{b} + ", $k, " + ", $i, "]\n",
             "xor {", $zero, ":e}, {", $zero, ":e}\n",
-            "mulx {hi}, {lo}, qword ptr [{a} + ", $a, "]\n",
+            "mulx {hi}, {lo}, qword ptr [{a} + ", $k, "]\n",
             "adox {", $t0, "}, {lo}\n",
             "adcx {", $t1, "}, {hi}\n",
-            "mulx {hi}, {lo}, qword ptr [{a} + ", $a, " + 8]\n",
+            "mulx {hi}, {lo}, qword ptr [{a} + ", $k, " + 8]\n",
             "adox {", $t1, "}, {lo}\n",
             "adcx {", $t2, "}, {hi}\n",
-            "mulx {hi}, {lo}, qword ptr [{a} + ", $a, " + 16]\n",
+            "mulx {hi}, {lo}, qword ptr [{a} + ", $k, " + 16]\n",
             "adox {", $t2, "}, {lo}\n",
             "adcx {", $t3, "}, {hi}\n",
-            "mulx {hi}, {lo}, qword ptr [{a} + ", $a, " + 24]\n",
+            "mulx {hi}, {lo}, qword ptr [{a} + ", $k, " + 24]\n",
             "adox {", $t3, "}, {lo}\n",
             "adcx {", $t4, "}, {hi}\n",
             // `mov` leaves the flags alone: OF still holds the low chain's carry into T4.
             "mov {lo:e}, 0\n",
             "adox {", $t4, "}, {lo}\n",
+        )
+    };
+}
+
+/// The product rows of one outer iteration of the CIOS: word `i` (`$i` = `8·i`) of every `b_k`
+/// times its `a_k`, with the accumulator in the registers `$t0..$t4` of this iteration's
+/// rotation. `a_0·b_0[i]` (at offset 0) comes first and clears the flags with `$t4`, the top
+/// limb, still zero; then one row for each further term's byte offset in `[$k, ...]`.
+macro_rules! product_rows {
+    ($i:literal, [$($k:literal),*], $t0:literal, $t1:literal, $t2:literal, $t3:literal, $t4:literal) => {
+        concat!(
+            product_row!($t4, "0", $i, $t0, $t1, $t2, $t3, $t4),
+            $(product_row!("lo", $k, $i, $t0, $t1, $t2, $t3, $t4),)*
         )
     };
 }
@@ -127,15 +143,16 @@ macro_rules! final_subtract {
     };
 }
 
-/// The CIOS frame [`mont_mul`] and [`mont_dot3`] share, as one `asm!` statement in an `unsafe`
-/// block, evaluating to the result limbs: the accumulator t0..t3 cleared, the first product row
-/// (`a[0]·b`), the caller's further product and reduction rows (`product_row!` / `reduce_row!`,
-/// each followed by a comma), the final subtraction, and one operand list: `{a}` and `{b}` the
-/// input pointers, `{m}` [`MONT`]; the result, in t4, t0, t1, t2 after four rotations; t3, lo, hi
-/// and rdx are clobbered. Each caller says (`Reads:`) why its rows' reads at `{a}` and `{b}` are
-/// in bounds.
+/// The CIOS [`mont_mul`] and [`mont_dot3`] share, as one `asm!` statement in an `unsafe` block,
+/// evaluating to the result limbs of `Σ a_k·b_k·R^{-1}`: the accumulator t0..t3 cleared, four
+/// outer iterations (the products with word `i` of every `b_k`, then one reduction row; the
+/// register roles rotate by one per iteration instead of moving values), the final subtraction.
+/// `$a` and `$b` are the input pointers (`{a}`, `{b}`), `a_0`/`b_0` at offset 0 and each further
+/// term at the byte offsets `[$k, ...]` (none for a plain product); `{m}` is [`MONT`]. The result
+/// is in t4, t0, t1, t2 after the four rotations; t3, lo, hi and rdx are clobbered. Each caller
+/// says (`Reads:`) why the reads at `{a}` and `{b}` are in bounds.
 macro_rules! cios {
-    ($a:expr, $b:expr, $($rows:tt)*) => {{
+    ($a:expr, $b:expr, [$($k:literal),*]) => {{
         let (r0, r1, r2, r3): (u64, u64, u64, u64);
         // SAFETY: reachable only through an `Adx` token, i.e. on a CPU with BMI2 and ADX. The
         // assembly reads at `{a}` and `{b}` only what the caller's `Reads:` comment shows is
@@ -147,8 +164,14 @@ macro_rules! cios {
                 "xor {t1:e}, {t1:e}",
                 "xor {t2:e}, {t2:e}",
                 "xor {t3:e}, {t3:e}",
-                product_row!("t4", "0", "0", "t0", "t1", "t2", "t3", "t4"),
-                $($rows)*
+                product_rows!("0", [$($k),*], "t0", "t1", "t2", "t3", "t4"),
+                reduce_row!("t0", "t1", "t2", "t3", "t4"),
+                product_rows!("8", [$($k),*], "t1", "t2", "t3", "t4", "t0"),
+                reduce_row!("t1", "t2", "t3", "t4", "t0"),
+                product_rows!("16", [$($k),*], "t2", "t3", "t4", "t0", "t1"),
+                reduce_row!("t2", "t3", "t4", "t0", "t1"),
+                product_rows!("24", [$($k),*], "t3", "t4", "t0", "t1", "t2"),
+                reduce_row!("t3", "t4", "t0", "t1", "t2"),
                 final_subtract!("t4", "t0", "t1", "t2", "t3"),
                 a = in(reg) $a,
                 b = in(reg) $b,
@@ -172,17 +195,7 @@ macro_rules! cios {
 #[inline(always)]
 fn mont_mul(a: &[u64; 4], b: &[u64; 4]) -> [u64; 4] {
     // Reads: 32 bytes at `a` and 32 at `b` (offsets 0..32), both `[u64; 4]`.
-    cios!(
-        a.as_ptr(),
-        b.as_ptr(),
-        reduce_row!("t0", "t1", "t2", "t3", "t4"),
-        product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
-        reduce_row!("t1", "t2", "t3", "t4", "t0"),
-        product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
-        reduce_row!("t2", "t3", "t4", "t0", "t1"),
-        product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
-        reduce_row!("t3", "t4", "t0", "t1", "t2"),
-    )
+    cios!(a.as_ptr(), b.as_ptr(), [])
 }
 
 /// One reduction row of the separate (SOS) reduction in [`mont_square`]: `m = P_i·(-r^{-1})`,
@@ -329,26 +342,8 @@ fn mont_square(a: &[u64; 4]) -> [u64; 4] {
 #[inline(always)]
 fn mont_dot3(a: &[Fr; 3], b: &[Fr; 3]) -> [u64; 4] {
     // Reads: `Fr` is `repr(transparent)` over `[u64; 4]`, so `[Fr; 3]` is 96 contiguous bytes and
-    // every offset read below (< 96) is inside it.
-    cios!(
-        a.as_ptr(),
-        b.as_ptr(),
-        product_row!("lo", "32", "32", "t0", "t1", "t2", "t3", "t4"),
-        product_row!("lo", "64", "64", "t0", "t1", "t2", "t3", "t4"),
-        reduce_row!("t0", "t1", "t2", "t3", "t4"),
-        product_row!("t0", "0", "8", "t1", "t2", "t3", "t4", "t0"),
-        product_row!("lo", "32", "40", "t1", "t2", "t3", "t4", "t0"),
-        product_row!("lo", "64", "72", "t1", "t2", "t3", "t4", "t0"),
-        reduce_row!("t1", "t2", "t3", "t4", "t0"),
-        product_row!("t1", "0", "16", "t2", "t3", "t4", "t0", "t1"),
-        product_row!("lo", "32", "48", "t2", "t3", "t4", "t0", "t1"),
-        product_row!("lo", "64", "80", "t2", "t3", "t4", "t0", "t1"),
-        reduce_row!("t2", "t3", "t4", "t0", "t1"),
-        product_row!("t2", "0", "24", "t3", "t4", "t0", "t1", "t2"),
-        product_row!("lo", "32", "56", "t3", "t4", "t0", "t1", "t2"),
-        product_row!("lo", "64", "88", "t3", "t4", "t0", "t1", "t2"),
-        reduce_row!("t3", "t4", "t0", "t1", "t2"),
-    )
+    // every offset read (terms at 0, 32 and 64, plus at most 24) is inside it.
+    cios!(a.as_ptr(), b.as_ptr(), ["32", "64"])
 }
 
 impl Arith for Adx {
@@ -384,6 +379,12 @@ mod tests {
         ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
     }
 
+    /// The token, or `None` after printing `SKIP: <test>: CPU lacks bmi2 and adx` (once per
+    /// test): the assembly's tests never pass silently on a CPU that cannot run it.
+    fn detect_or_skip(test: &str) -> Option<Adx> {
+        test_values::detect_or_skip(test, "bmi2 and adx", Adx::detect)
+    }
+
     /// The shared edge values with one more before the last: r-1 with its third limb one lower
     /// too.
     fn edges() -> Vec<Fr> {
@@ -415,8 +416,7 @@ mod tests {
 
     #[test]
     fn edge_values_match_portable_and_ark() {
-        let Some(adx) = Adx::detect() else {
-            eprintln!("CPU without BMI2/ADX: assembly not tested");
+        let Some(adx) = detect_or_skip("adx::tests::edge_values_match_portable_and_ark") else {
             return;
         };
         let e = edges();
@@ -433,7 +433,8 @@ mod tests {
 
     #[test]
     fn sweep_hits_both_final_subtraction_outcomes() {
-        let Some(adx) = Adx::detect() else {
+        let Some(adx) = detect_or_skip("adx::tests::sweep_hits_both_final_subtraction_outcomes")
+        else {
             return;
         };
         // xorshift64: deterministic and cheap; top limbs below r's keep the inputs canonical.
@@ -466,7 +467,7 @@ mod tests {
 
         #[test]
         fn random_inputs_match_portable_and_ark(x in canonical(), y in canonical(), z in canonical()) {
-            if let Some(adx) = Adx::detect() {
+            if let Some(adx) = detect_or_skip("adx::tests::random_inputs_match_portable_and_ark") {
                 check_all(adx, x, y, z);
             }
         }

@@ -4,6 +4,8 @@
 //! and ADX, [`crate::adx::Adx`] (inline assembly). Both return canonical values (`< r`) and are
 //! bit-identical; the tests check them against each other and against ark-ff. Which one a mask
 //! runs on is chosen in `kernel.rs`.
+//!
+//! Layer 1 of the crate (field arithmetic); it imports only from this layer or below.
 
 use crate::field::Fr;
 

@@ -24,6 +24,8 @@
 //! them only through an [`Avx512f`] token, which exists only when the CPU has AVX-512F. The only
 //! `unsafe` blocks are the token-checked entry points and the unaligned loads/stores between
 //! `[u64; 8]` arrays and vectors.
+//!
+//! Layer 2 of the crate (the lane operations); it imports only from this layer or below.
 
 use crate::field::{Fr, MODULUS};
 use core::arch::x86_64::{
@@ -342,7 +344,7 @@ const _: () = {
 /// conditional subtraction), so the NTT's results need no second conversion.
 const ONE_INTEGER: Limbs29 = [1, 0, 0, 0, 0, 0, 0, 0, 0];
 
-crate::poseidon_lanes::lane_arith! {
+crate::lanes::lane_arith! {
     features: "avx512f",
     limbs: Limbs29,
     to_limbs: to_limbs29,
@@ -352,13 +354,8 @@ crate::poseidon_lanes::lane_arith! {
     to_form: to_form,
     from_form: from_form,
     token: Avx512f,
-}
-
-/// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512f` (once per test, so a
-/// property test's cases do not repeat it): tests never pass silently on a CPU without it.
-#[cfg(test)]
-pub(crate) fn detect_or_skip(test: &str) -> Option<Avx512f> {
-    crate::field::test_values::detect_or_skip(test, "avx512f", Avx512f::detect)
+    lacks: "avx512f",
+    r_fraction: 168,
 }
 
 #[cfg(test)]
@@ -367,37 +364,13 @@ mod tests {
     //! random canonical inputs, and raw lazily reduced inputs up to the largest bound the
     //! permutation keeps (`crate::poseidon_lanes`).
 
+    use super::lane_tests::{
+        ark, ark_of_limbs, check_raw, check_raw_operations, in_units_of_r, inv_r,
+    };
     use super::*;
     use crate::field::test_values::edges;
-    use ark_ff::{Field, PrimeField};
+    use ark_ff::Field;
     use proptest::prelude::*;
-
-    fn ark(x: Fr) -> ark_bn254::Fr {
-        ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
-    }
-
-    /// The integer in 29-bit limbs (each below 2^64), as an ark element mod r.
-    fn ark_of_limbs(x: &Limbs29) -> ark_bn254::Fr {
-        let two_29 = ark_bn254::Fr::from(1u64 << 29);
-        x.iter().rev().fold(ark_bn254::Fr::from(0u64), |acc, &l| {
-            acc * two_29 + ark_bn254::Fr::from(l)
-        })
-    }
-
-    /// The value in limbs as a multiple of r, roughly (to check the lazy bounds).
-    fn in_units_of_r(x: &Limbs29) -> f64 {
-        let value: f64 = x
-            .iter()
-            .enumerate()
-            .map(|(j, &l)| l as f64 * 2f64.powi(29 * j as i32))
-            .sum();
-        let r: f64 = MODULUS
-            .iter()
-            .enumerate()
-            .map(|(j, &l)| l as f64 * 2f64.powi(64 * j as i32))
-            .sum();
-        value / r
-    }
 
     /// A raw value below `bound·r` (`bound ≤ 168`) with normalised limbs: `k·r - 1` or
     /// `k·r - noise` (noise below r), so both the extremes and the bulk are hit.
@@ -427,17 +400,6 @@ mod tests {
             assert_eq!(borrow, 0, "k·r - noise is positive");
             v
         })
-    }
-
-    fn check_raw(got: &Limbs29, want: ark_bn254::Fr, bound: f64) {
-        assert!(got.iter().all(|&l| l <= LIMB_MASK), "unnormalised {got:x?}");
-        assert_eq!(ark_of_limbs(got), want);
-        let units = in_units_of_r(got);
-        assert!(units < bound, "{units} r >= bound {bound} r");
-    }
-
-    fn inv_r() -> ark_bn254::Fr {
-        ark_bn254::Fr::from(2u64).pow([261]).inverse().unwrap()
     }
 
     #[test]
@@ -500,18 +462,7 @@ mod tests {
             let Some(token) = detect_or_skip("avx512f::raw_lazy_inputs_are_right_and_bounded") else {
                 return Ok(());
             };
-            let k = inv_r();
-            let prod = token.mul_raw(&a, &b);
-            let sq = token.square_raw(&a);
-            let dot = token.dot3_plus_raw(&[c, a, b], &[a, c, c], &p);
-            for i in 0..LANES {
-                let (aa, bb, cc, pp) = (ark_of_limbs(&a[i]), ark_of_limbs(&b[i]), ark_of_limbs(&c[i]), ark_of_limbs(&p[i]));
-                let (ua, ub, uc) = (in_units_of_r(&a[i]), in_units_of_r(&b[i]), in_units_of_r(&c[i]));
-                check_raw(&prod[i], aa * bb * k, ua * ub / 168.0 + 1.0);
-                check_raw(&sq[i], aa * aa * k, ua * ua / 168.0 + 1.0);
-                let bound = (uc * ua + ua * uc + ub * uc) / 168.0 + 1.0 + in_units_of_r(&p[i]);
-                check_raw(&dot[i], (cc * aa + aa * cc + bb * cc) * k + pp, bound);
-            }
+            check_raw_operations(token, &a, &b, &c, &p);
         }
     }
 }

@@ -1,4 +1,6 @@
 //! Typed errors of the encoder: only bad input is possible (the computation itself cannot fail).
+//!
+//! Layer 0 of the crate (the base); it imports only from this layer or below.
 
 /// What went wrong, naming the field at fault.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

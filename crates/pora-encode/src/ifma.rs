@@ -28,6 +28,8 @@
 //! code reaches them only through an [`Ifma`] token, which exists only when the CPU has both
 //! features. The only `unsafe` blocks are the token-checked entry points and the unaligned
 //! loads/stores between `[u64; 8]` arrays and vectors.
+//!
+//! Layer 2 of the crate (the lane operations); it imports only from this layer or below.
 
 use crate::field::{Fr, INV, MODULUS};
 use core::arch::x86_64::{
@@ -310,7 +312,7 @@ fn normalize(mut x: [__m512i; LIMBS]) -> Lanes {
     Lanes(x)
 }
 
-crate::poseidon_lanes::lane_arith! {
+crate::lanes::lane_arith! {
     features: "avx512f,avx512ifma",
     limbs: Limbs52,
     to_limbs: to_limbs52,
@@ -320,6 +322,8 @@ crate::poseidon_lanes::lane_arith! {
     to_form: to_ifma,
     from_form: from_ifma,
     token: Ifma,
+    lacks: "avx512ifma",
+    r_fraction: 84,
 }
 
 /// Eight elements' limbs in memory as one vector set: `sliced[j][lane]` is limb `j` of `lane`
@@ -352,61 +356,18 @@ const _: () = {
 /// conditional subtraction), so the NTT's results need no second conversion.
 const ONE_INTEGER: Limbs52 = [1, 0, 0, 0, 0];
 
-/// The token, or `None` after printing `SKIP: <test>: CPU lacks avx512ifma` (once per test, so a
-/// property test's cases do not repeat it): tests never pass silently on a CPU without IFMA.
-#[cfg(test)]
-pub(crate) fn detect_or_skip(test: &str) -> Option<Ifma> {
-    crate::field::test_values::detect_or_skip(test, "avx512ifma", Ifma::detect)
-}
-
 #[cfg(test)]
 mod tests {
     //! The vector kernels against the portable field and ark-ff: edge values, random canonical
     //! inputs, and raw lazily reduced inputs up to the largest bound the permutation keeps.
 
+    use super::lane_tests::{
+        ark, ark_of_limbs, check_raw, check_raw_operations, in_units_of_r, inv_r,
+    };
     use super::*;
     use crate::field::test_values::edges;
     use ark_ff::{Field, PrimeField};
     use proptest::prelude::*;
-
-    fn ark(x: Fr) -> ark_bn254::Fr {
-        ark_bn254::Fr::from_be_bytes_mod_order(&x.to_be_bytes())
-    }
-
-    /// The integer held in 52-bit limbs (any size up to 2^272), as an ark element mod r.
-    fn ark_of_limbs(x: &Limbs52) -> ark_bn254::Fr {
-        let mut bytes = [0u8; 40];
-        for (j, &limb) in x.iter().enumerate() {
-            let bit = 52 * j;
-            let wide = (limb as u128) << (bit % 8);
-            for k in 0..9 {
-                let at = bit / 8 + k;
-                if at < bytes.len() {
-                    bytes[at] |= (wide >> (8 * k)) as u8;
-                }
-            }
-        }
-        ark_bn254::Fr::from_le_bytes_mod_order(&bytes)
-    }
-
-    /// The value in limbs as a multiple of r, roughly (to check the lazy bounds).
-    fn in_units_of_r(x: &Limbs52) -> f64 {
-        let value: f64 = x
-            .iter()
-            .enumerate()
-            .map(|(j, &l)| l as f64 * 2f64.powi(52 * j as i32))
-            .sum();
-        let r: f64 = MODULUS
-            .iter()
-            .enumerate()
-            .map(|(j, &l)| l as f64 * 2f64.powi(64 * j as i32))
-            .sum();
-        value / r
-    }
-
-    fn inv_2_260() -> ark_bn254::Fr {
-        ark_bn254::Fr::from(2u64).pow([260]).inverse().unwrap()
-    }
 
     /// Five 64-bit limbs of a value below 2^260 as five normalised 52-bit limbs.
     fn limbs52_of(v: &[u64; 5]) -> Limbs52 {
@@ -448,13 +409,6 @@ mod tests {
         })
     }
 
-    fn check_raw_product(got: &Limbs52, want: ark_bn254::Fr, bound: f64) {
-        assert!(got.iter().all(|&l| l <= LIMB_MASK), "unnormalised {got:x?}");
-        assert_eq!(ark_of_limbs(got), want);
-        let units = in_units_of_r(got);
-        assert!(units < bound, "{units} r >= bound {bound} r");
-    }
-
     #[test]
     fn limb_conversions_round_trip() {
         for x in edges() {
@@ -478,9 +432,7 @@ mod tests {
 
     #[test]
     fn raw_extremes_stay_within_the_lazy_bounds() {
-        let Some(ifma) =
-            crate::ifma::detect_or_skip("ifma::raw_extremes_stay_within_the_lazy_bounds")
-        else {
+        let Some(ifma) = detect_or_skip("ifma::raw_extremes_stay_within_the_lazy_bounds") else {
             return;
         };
         // The largest normalised 260-bit value below 84r·... : 84r - 1 times itself.
@@ -492,9 +444,9 @@ mod tests {
         };
         let a = [big; LANES];
         let got = ifma.mul_raw(&a, &a);
-        let want = ark_of_limbs(&big) * ark_of_limbs(&big) * inv_2_260();
+        let want = ark_of_limbs(&big) * ark_of_limbs(&big) * inv_r();
         for g in &got {
-            check_raw_product(g, want, 84.0 * 84.0 / 84.0 + 1.0);
+            check_raw(g, want, 84.0 * 84.0 / 84.0 + 1.0);
         }
     }
 
@@ -514,19 +466,7 @@ mod tests {
             let Some(ifma) = detect_or_skip("ifma::raw_lazy_inputs_are_right_and_bounded") else {
                 return Ok(());
             };
-            let k = inv_2_260();
-            let prod = ifma.mul_raw(&a, &b);
-            let sq = ifma.square_raw(&a);
-            let dot = ifma.dot3_plus_raw(&[c, a, b], &[a, c, c], &p);
-            for i in 0..LANES {
-                let (aa, bb, cc, pp) = (ark_of_limbs(&a[i]), ark_of_limbs(&b[i]), ark_of_limbs(&c[i]), ark_of_limbs(&p[i]));
-                let (ua, ub) = (in_units_of_r(&a[i]), in_units_of_r(&b[i]));
-                check_raw_product(&prod[i], aa * bb * k, ua * ub / 84.0 + 1.0);
-                check_raw_product(&sq[i], aa * aa * k, ua * ua / 84.0 + 1.0);
-                let uc = in_units_of_r(&c[i]);
-                let bound = (uc * ua + ua * uc + ub * uc) / 84.0 + 1.0 + in_units_of_r(&p[i]);
-                check_raw_product(&dot[i], (cc * aa + aa * cc + bb * cc) * k + pp, bound);
-            }
+            check_raw_operations(ifma, &a, &b, &c, &p);
         }
     }
 

@@ -1,9 +1,18 @@
 //! [`Kernel`] names the implementation a mask runs on (the scalar multiplies of `arith.rs`, the
 //! eight-lane AVX-512F permutation of `crate::poseidon_avx512f`, or the eight-lane AVX-512 IFMA
 //! permutation of `crate::poseidon_ifma`): the fastest this CPU runs, unless
-//! `PORA_ENCODE_ARITH` says otherwise.
+//! `PORA_ENCODE_ARITH` says otherwise; and the dispatch from a kernel to its code for the scalar
+//! entry points ([`Kernel::ntt_in_place`], [`Kernel::permute`]). The choice sits above the NTT
+//! and the permutation, so they never ask which kernel runs: their callers pass it down.
+//!
+//! Layer 5 of the crate (the kernels); it imports only from this layer or below.
 
+use crate::arith::Portable;
 use crate::error::{Error, Result};
+use crate::field::Fr;
+use crate::ntt::ntt_in_place_with;
+use crate::poseidon::permute_with;
+use crate::WORDS_PER_KV;
 use std::sync::OnceLock;
 
 /// The environment variable that overrides the kernel choice: `portable`, `adx`, `avx512f`,
@@ -127,6 +136,49 @@ impl Kernel {
     /// message.
     pub fn selected_or_panic() -> Kernel {
         Kernel::selected().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The NTT on this kernel's CPU, in place on 4×64 elements: `values` holds the 4096
+    /// coefficients, afterwards the 4096 evaluations. The MULX/ADX multiply for every kernel but
+    /// `Portable` where the CPU has BMI2/ADX, portable otherwise. (The IFMA and AVX-512F masks
+    /// themselves go through their tokens' `ntt_to_bytes`, which runs nine of the twelve stages
+    /// on vectors.)
+    pub fn ntt_in_place(self, values: &mut [Fr; WORDS_PER_KV]) {
+        #[cfg(target_arch = "x86_64")]
+        if self != Kernel::Portable {
+            if let Some(adx) = crate::adx::Adx::detect() {
+                return crate::ntt::ntt_in_place_adx(adx, values);
+            }
+        }
+        ntt_in_place_with(Portable, values)
+    }
+
+    /// One Poseidon permutation on this kernel (a convenience for tests and single words; the
+    /// mask code interleaves many with `permute_lanes` or a vector token's `permute_groups`).
+    /// A kernel this CPU cannot run falls back to portable, which is bit-identical.
+    pub fn permute(self, state: [Fr; 3]) -> [Fr; 3] {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Adx => {
+                if let Some(adx) = crate::adx::Adx::detect() {
+                    return permute_with(adx, state);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512f => {
+                if let Some(avx512f) = crate::avx512f::Avx512f::detect() {
+                    return avx512f.permute(state);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Ifma => {
+                if let Some(ifma) = crate::ifma::Ifma::detect() {
+                    return ifma.permute(state);
+                }
+            }
+            _ => {}
+        }
+        permute_with(Portable, state)
     }
 }
 

@@ -1,5 +1,7 @@
 //! The encode key of one KV: `keccak256(commit24 ‖ 0^8 ‖ 0^12 ‖ miner20 ‖ uint256_be(kvIdx))`.
 //! The 32 bytes are later read as a big-endian integer and reduced mod r by the mask code.
+//!
+//! Layer 0 of the crate (the base); it imports only from this layer or below.
 
 use crate::error::{Error, Result};
 use sha3::{Digest, Keccak256};

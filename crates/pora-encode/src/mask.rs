@@ -2,6 +2,8 @@
 //! them into the 4096 mask words; one word alone is a Horner evaluation at ω^j (no NTT).
 //! Encoding and decoding are the same byte-wise XOR with the mask. The functions without a
 //! kernel argument run on [`Kernel::selected`]; the `_with_kernel` ones on the caller's choice.
+//!
+//! Layer 6 of the crate (the mask); it imports only from this layer or below.
 
 #[cfg(target_arch = "x86_64")]
 use crate::adx::Adx;
@@ -13,7 +15,7 @@ use crate::field::Fr;
 #[cfg(target_arch = "x86_64")]
 use crate::ifma::{Ifma, LANES as IFMA_LANES};
 use crate::kernel::Kernel;
-use crate::ntt::{ntt_in_place_kernel, omega_pow};
+use crate::ntt::omega_pow;
 use crate::poseidon::{optimized, permute_lanes};
 use crate::{MASK_BYTES, PERMUTATIONS_PER_KV, WORDS_PER_KV};
 
@@ -216,7 +218,7 @@ pub fn mask_into_with_kernel(
         }
         Kernel::Portable | Kernel::Adx => {}
     }
-    ntt_in_place_kernel(kernel, &mut values);
+    kernel.ntt_in_place(&mut values);
     for (word, v) in out.chunks_exact_mut(32).zip(values.iter()) {
         word.copy_from_slice(&v.to_be_bytes());
     }

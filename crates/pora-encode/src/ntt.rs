@@ -4,10 +4,11 @@
 //! percent of a mask's cost on the scalar kernels, so it stays simple; the IFMA and AVX-512F
 //! kernels run the last nine stages on vectors (`crate::ntt_ifma`, `crate::ntt_avx512f`), where
 //! the NTT would otherwise be ~15% (IFMA).
+//!
+//! Layer 3 of the crate (the NTT); it imports only from this layer or below.
 
-use crate::arith::{Arith, Portable};
+use crate::arith::Arith;
 use crate::field::Fr;
-use crate::kernel::Kernel;
 use crate::{reference, WORDS_PER_KV};
 use ark_ff::PrimeField;
 use ark_poly::EvaluationDomain;
@@ -51,30 +52,10 @@ pub fn omega_pow(j: usize) -> Fr {
     result
 }
 
-/// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations. Uses the
-/// process's kernel ([`Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
-pub fn ntt_in_place(values: &mut [Fr; WORDS_PER_KV]) {
-    ntt_in_place_kernel(Kernel::selected_or_panic(), values)
-}
-
-/// [`ntt_in_place`] for `kernel`'s CPU, in place on 4×64 elements: the MULX/ADX multiply for
-/// every kernel but `Portable` where the CPU has BMI2/ADX, portable otherwise. (The IFMA and
-/// AVX-512F masks themselves go through `ntt_to_bytes`, which runs nine of the twelve stages on
-/// vectors.)
-pub fn ntt_in_place_kernel(kernel: Kernel, values: &mut [Fr; WORDS_PER_KV]) {
-    #[cfg(target_arch = "x86_64")]
-    if kernel != Kernel::Portable {
-        if let Some(adx) = crate::adx::Adx::detect() {
-            return ntt_adx(adx, values);
-        }
-    }
-    let _ = kernel;
-    ntt_in_place_with(Portable, values)
-}
-
-/// The NTT compiled with BMI2/ADX around the assembly multiply.
+/// The NTT compiled with BMI2/ADX around the assembly multiply (`Kernel::ntt_in_place` runs it
+/// for every kernel but `Portable` where the CPU has BMI2/ADX).
 #[cfg(target_arch = "x86_64")]
-fn ntt_adx(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV]) {
+pub fn ntt_in_place_adx(adx: crate::adx::Adx, values: &mut [Fr; WORDS_PER_KV]) {
     bit_reverse(values);
     stages_adx(adx, values, 1, WORDS_PER_KV);
 }
@@ -95,7 +76,8 @@ pub(crate) fn stages_adx(
     unsafe { inner(adx, values, first_half, end_half) }
 }
 
-/// [`ntt_in_place`] multiplying with `arith`.
+/// In place: `values` holds the 4096 coefficients, afterwards the 4096 evaluations, multiplying
+/// with `arith`.
 #[inline(always)]
 pub fn ntt_in_place_with<A: Arith>(arith: A, values: &mut [Fr; WORDS_PER_KV]) {
     bit_reverse(values);

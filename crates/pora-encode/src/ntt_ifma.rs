@@ -8,11 +8,13 @@
 //! after the nine stages every value is below `1.02 + 9·4 < 38`, within the 40 the butterfly
 //! bound assumes and far below the `84r < 2^260` a multiplicand may reach.
 //!
-//! The code is [`crate::poseidon_lanes::lane_ntt`]'s, shared with [`crate::ntt_avx512f`].
+//! The code is [`crate::ntt_lanes::lane_ntt`]'s, shared with [`crate::ntt_avx512f`].
+//!
+//! Layer 3 of the crate (the NTT); it imports only from this layer or below.
 
 use crate::ifma::{ifma_constant, Ifma};
 
-crate::poseidon_lanes::lane_ntt! {
+crate::ntt_lanes::lane_ntt! {
     features: "avx512f,avx512ifma",
     vector: ifma,
     constant: ifma_constant,

@@ -12,8 +12,10 @@
 //!    absorbs the final `M'`. A partial round costs 3 + 5 multiplications instead of 3 + 9.
 //! 3. **Interleaving.** [`permute_lanes`] runs `L` independent permutations round by round, so
 //!    the CPU overlaps their multiplication chains (one permutation is a long dependency chain).
+//!
+//! Layer 4 of the crate (the permutation); it imports only from this layer or below.
 
-use crate::arith::{Arith, Portable};
+use crate::arith::Arith;
 use crate::field::Fr;
 use crate::reference;
 use ark_bn254::Fr as ArkFr;
@@ -209,32 +211,4 @@ pub fn permute_with<A: Arith>(arith: A, state: [Fr; 3]) -> [Fr; 3] {
     let mut lanes = [state];
     permute_lanes(arith, optimized(), &mut lanes);
     lanes[0]
-}
-
-/// One permutation (convenience; the mask code uses [`permute_lanes`]), on the process's kernel
-/// ([`crate::kernel::Kernel::selected`]; panics if `PORA_ENCODE_ARITH` is bad).
-pub fn permute(state: [Fr; 3]) -> [Fr; 3] {
-    use crate::kernel::Kernel;
-    match Kernel::selected_or_panic() {
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Adx => {
-            if let Some(adx) = crate::adx::Adx::detect() {
-                return permute_with(adx, state);
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512f => {
-            if let Some(avx512f) = crate::avx512f::Avx512f::detect() {
-                return avx512f.permute(state);
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Ifma => {
-            if let Some(ifma) = crate::ifma::Ifma::detect() {
-                return ifma.permute(state);
-            }
-        }
-        _ => {}
-    }
-    permute_with(Portable, state)
 }

@@ -2,6 +2,8 @@
 //! groups of eight lanes ([`crate::avx512f`], nine 29-bit limbs) interleaved round by round. The
 //! rounds, the constants (in the form `a·2^261`) and their bounds are [`crate::poseidon_lanes`]'s,
 //! shared with [`crate::poseidon_ifma`].
+//!
+//! Layer 4 of the crate (the permutation); it imports only from this layer or below.
 
 use crate::avx512f::{form_constant, from_form, to_form, Avx512f, Limbs29};
 

@@ -2,6 +2,8 @@
 //! eight lanes ([`crate::ifma`]) interleaved round by round. The rounds, the constants in IFMA
 //! form (`a·2^260`) and their bounds are [`crate::poseidon_lanes`]'s, shared with
 //! [`crate::poseidon_avx512f`].
+//!
+//! Layer 4 of the crate (the permutation); it imports only from this layer or below.
 
 use crate::ifma::{from_ifma, ifma_constant, to_ifma, Ifma, Limbs52};
 

@@ -2,6 +2,8 @@
 //! light-poseidon's circom constants for width 3 and ark-poly's radix-2 FFT. Slow (generic field
 //! code, dense rounds, one permutation at a time) but easy to check against docs/encoding.md line by
 //! line; the fast path is tested against it and derives its own constants from it.
+//!
+//! Layer 0 of the crate (the base); it imports only from this layer or below.
 
 use crate::{PERMUTATIONS_PER_KV, WORDS_PER_KV};
 use ark_bn254::Fr;

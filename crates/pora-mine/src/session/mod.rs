@@ -15,16 +15,14 @@
 //! drop closes its files within a bound too.
 
 mod forecast;
+mod knobs;
 mod open;
 mod options;
 mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
 pub use forecast::{files_outlook, FilesOutlook};
-pub use open::{
-    available_cpus, default_knobs, default_profile_path, open_shards, read_path, DEEP_DEPTH,
-    RESIDENT_FRACTION, SYNC_COLD_THREADS,
-};
+pub use open::{available_cpus, default_profile_path, open_shards, read_path};
 pub use options::{OpenOptions, ProfileSource};
 
 use crate::devices;

@@ -133,7 +133,7 @@ impl Session {
             .with_random_checks(options.random_checks)
             .with_on_io_error(options.on_io_error)
             .with_miner(options.miner);
-        let mut miner = Miner::with_pools(ordered, pools, config)?;
+        let mut miner = Miner::from_pools(ordered, pools, config)?;
         let published = Mutex::new(sides.iter().map(|s| s.choice.clone()).collect());
         miner.set_sides(sides);
         Ok(Session {

@@ -273,10 +273,11 @@ pub fn active_scheduler(text: &str) -> Option<String> {
     (!t.is_empty() && !t.contains(' ')).then(|| t.to_string())
 }
 
-/// Queue settings from `<device dir>/queue`.
-pub fn queue_facts(device_dir: &Path) -> QueueFacts {
+/// Queue settings from `<device dir>/queue`, and its `mq/` queues (`sys`: where sysfs is, for
+/// the driver's parameters [`read_queues`] reads).
+pub fn queue_facts(device_dir: &Path, sys: &Path) -> QueueFacts {
     let q = device_dir.join("queue");
-    QueueFacts {
+    let mut facts = QueueFacts {
         scheduler: read_trim(&q.join("scheduler")).and_then(|s| active_scheduler(&s)),
         nr_requests: read_num(&q.join("nr_requests")),
         read_ahead_kb: read_num(&q.join("read_ahead_kb")),
@@ -288,7 +289,9 @@ pub fn queue_facts(device_dir: &Path) -> QueueFacts {
             .map(|entries| entries.filter_map(Result::ok).count() as u32)
             .filter(|&n| n > 0),
         read_queues: None,
-    }
+    };
+    facts.read_queues = read_queues(device_dir, facts.hw_queues, sys);
+    facts
 }
 
 /// Of a disk's `hw_queues`, those its reads are sent on. sysfs does not say a hardware queue's
@@ -338,7 +341,7 @@ pub fn device_facts(roots: &Roots, major: u32, minor: u32) -> Option<DeviceFacts
         name: dir_name(&dir).unwrap_or_default(),
         disk: dir_name(&disk_dir).unwrap_or_default(),
         model: model_of(&disk_dir),
-        queue: queue_facts(&disk_dir),
+        queue: queue_facts(&disk_dir, &roots.sys),
         layers,
         leaves,
         reads,
@@ -397,12 +400,10 @@ fn walk_stack(
             .iter()
             .position(|l| l.name == name)
             .unwrap_or_else(|| {
-                let mut queue = queue_facts(disk_dir);
-                queue.read_queues = read_queues(disk_dir, queue.hw_queues, sys);
                 leaves.push(LeafDisk {
                     name,
                     model: model_of(disk_dir),
-                    queue,
+                    queue: queue_facts(disk_dir, sys),
                 });
                 leaves.len() - 1
             });

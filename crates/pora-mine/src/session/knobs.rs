@@ -46,8 +46,8 @@ impl DeviceQueues {
         DeviceQueues { facts: None, cpus }
     }
 
-    /// `facts`' device, threads running on `cpus` CPUs.
-    #[cfg(test)]
+    /// `facts`' device, threads running on `cpus` CPUs (for the tests' canned sysfs trees).
+    #[cfg(all(test, unix))]
     pub(crate) fn new(facts: DeviceFacts, cpus: usize) -> Self {
         DeviceQueues {
             facts: Some(facts),

@@ -22,7 +22,7 @@ mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
 pub use forecast::{files_outlook, FilesOutlook};
-pub use open::{available_cpus, default_profile_path, open_shards, read_path};
+pub use open::{available_cpus, default_profile_path, open_shards};
 pub use options::{OpenOptions, ProfileSource};
 
 use crate::devices;

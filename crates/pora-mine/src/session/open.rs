@@ -1,7 +1,7 @@
 //! Opening shards by path the way every front end does: group files into shards and shards by
 //! device, find each device's tune profile, resolve `auto` (the steering's first decision),
-//! choose threads and depth, and open one backend factory per device. This is the one place
-//! that blocks on opening files; slots never do (`crate::pool`).
+//! choose threads and depth (by the rule in `knobs.rs`), and open one backend factory per
+//! device. This is the one place that blocks on opening files; slots never do (`crate::pool`).
 
 use super::knobs::{default_knobs, knobs, DeviceQueues};
 use super::options::{OpenOptions, ProfileSource};
@@ -274,7 +274,7 @@ pub(crate) fn path_rates(rates: &[(Method, f64)]) -> Vec<(ReadPath, f64)> {
 }
 
 /// The read path a method takes.
-pub fn read_path(method: Method) -> ReadPath {
+pub(crate) fn read_path(method: Method) -> ReadPath {
     method.read_path()
 }
 

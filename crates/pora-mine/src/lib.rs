@@ -480,6 +480,8 @@ impl Miner {
         }
     }
 
+    /// The pools, waiting for a running slot (only `describe_io`, a test's, waits so).
+    #[cfg(feature = "test-support")]
     fn lock_pools(&self) -> MutexGuard<'_, Vec<PoolState>> {
         self.pools
             .lock()
@@ -489,13 +491,6 @@ impl Miner {
     /// The configuration this miner runs with.
     pub fn config(&self) -> &MineConfig {
         &self.data.config
-    }
-
-    /// The reads pool `pool`'s backends have classified as cache hits or not, cumulative, where
-    /// its factory counts them ([`pora_io::BackendFactory::cache_reads`]); `None` elsewhere or for
-    /// a pool the miner does not have. Blocks while a slot runs.
-    pub fn cache_reads(&self, pool: usize) -> Option<pora_io::CacheReads> {
-        self.lock_pools().get(pool)?.io.factory().cache_reads()
     }
 
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per

@@ -91,7 +91,22 @@ fn spread_slots(spread: &ReadSpread, leaves: &[LeafDisk], reach: usize) -> Optio
             let queues = queue.read_queues.or(queue.hw_queues).unwrap_or(1).max(1) as usize;
             Some(per_queue * queues.min(reach))
         }
-        ReadSpread::All(parts) => parts.iter().map(|p| spread_slots(p, leaves, reach)).sum(),
+        ReadSpread::All(parts) => {
+            // Partitions of one disk under one layer share the disk's queues: it counts once.
+            let mut seen = Vec::with_capacity(parts.len());
+            parts
+                .iter()
+                .filter(|p| match p {
+                    ReadSpread::Disk(i) if seen.contains(i) => false,
+                    ReadSpread::Disk(i) => {
+                        seen.push(*i);
+                        true
+                    }
+                    _ => true,
+                })
+                .map(|p| spread_slots(p, leaves, reach))
+                .sum()
+        }
         ReadSpread::AnyOne(parts) => parts
             .iter()
             .map(|p| spread_slots(p, leaves, reach))

@@ -121,6 +121,29 @@ fn raid1_counts_one_mirror_and_raid0_every_stripe() {
     assert_eq!(DeviceQueues::new(facts, 2).request_slots(2), Some(32));
 }
 
+/// md raid0 over two partitions of one drive reads from that drive's queues only: one queue of
+/// 128, not two.
+#[test]
+fn partitions_of_one_disk_under_a_layer_count_once() {
+    let t = tempfile::tempdir().unwrap();
+    let sys = t.path().join("sys");
+    let md = sys.join("devices/virtual/block/md2");
+    disk(&md, 128, 0);
+    write(&md.join("md/level"), "raid0\n");
+    let n = sys.join("devices/pci/nvme0n1");
+    disk(&n, 128, 1);
+    for p in ["nvme0n1p1", "nvme0n1p2"] {
+        write(&n.join(p).join("partition"), "1\n");
+        link(&n.join(p), &md.join(format!("slaves/{p}")));
+    }
+    link(&md, &sys.join("dev/block/9:2"));
+    let roots = Roots {
+        sys,
+        proc: t.path().join("proc"),
+    };
+    assert_eq!(queues(&roots, 9, 2, 2).request_slots(2), Some(128));
+}
+
 /// Unknown devices, and a disk whose requests are unknown, keep the deep default; the depth
 /// never drops below one read nor rises past [`DEEP_DEPTH`].
 #[test]

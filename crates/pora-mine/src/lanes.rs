@@ -7,6 +7,7 @@
 //! a fifth of the time per nonce (measured in `examples/hot_path.rs`). The chain keeps its hash
 //! as four little-endian lanes so nothing is converted between steps.
 
+#[cfg(test)]
 use pora_core::keccak::keccak256_padded_block;
 use pora_core::{Address, H256};
 
@@ -34,8 +35,8 @@ impl Hash0Prefix {
         Hash0Prefix(lanes)
     }
 
-    /// `keccak256(pad32(miner) || randao || be256(nonce))`.
-    #[inline]
+    /// `keccak256(pad32(miner) || randao || be256(nonce))`: the tests' check of the block.
+    #[cfg(test)]
     pub fn hash0(&self, nonce: u64) -> Lanes {
         keccak256_padded_block(&self.hash0_block(nonce))
     }
@@ -56,8 +57,8 @@ impl Hash0Prefix {
 /// One padded 136-byte Keccak rate block as 17 little-endian lanes.
 pub type Block = [u64; 17];
 
-/// `keccak256(hash || sample)`.
-#[inline]
+/// `keccak256(hash || sample)`: the tests' check of the block.
+#[cfg(test)]
 pub fn hash_step(hash: &Lanes, sample: &[u8; 32]) -> Lanes {
     keccak256_padded_block(&step_block(hash, sample))
 }

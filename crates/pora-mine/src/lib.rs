@@ -30,7 +30,11 @@ pub mod defaults;
 pub mod devices;
 mod errand;
 mod error;
+// Public for the hot-path example only.
+#[cfg(feature = "test-support")]
 pub mod lanes;
+#[cfg(not(feature = "test-support"))]
+mod lanes;
 pub mod overlay;
 mod plan;
 mod pool;
@@ -48,7 +52,13 @@ pub use defaults::{
 };
 pub use error::{ErrorKind, MineError};
 pub use overlay::Overlay;
+// Pools built by hand and the retry bound are for pora-mine's own tests: doors open shards
+// through `session`.
+#[cfg(feature = "test-support")]
 pub use pool::{Pool, PoolIo};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use pool::{Pool, PoolIo};
+#[cfg(feature = "test-support")]
 pub use worker::MAX_RETRIES;
 
 use pora_core::{Address, Input, NonceProof, ShardSet, H256, U256};
@@ -286,7 +296,7 @@ pub struct SlotReport {
     pub leaked_backends: u64,
     /// Workers (each with its backend) out of use when the slot ended: still inside a read, or
     /// draining reads the device has not given back. They come back by themselves when the
-    /// device answers; a pool has at most twice its threads in workers ([`PoolIo::workers_cap`]).
+    /// device answers; a pool has at most twice its threads in workers (`PoolIo::workers_cap`).
     pub stuck_backends: u64,
 }
 
@@ -329,7 +339,7 @@ pub fn hash_nonce(
 ///
 /// The worker backends are created once in [`Miner::new`] and reused by every slot; reads a slot
 /// abandoned at its deadline are drained before the next slot takes its workers. Between slots a
-/// pool's reading side can be replaced ([`Miner::swap_io`]): what `auto` does when the page
+/// pool's reading side can be replaced (`swap_checked`): what `auto` does when the page
 /// cache changes what reads fastest.
 ///
 /// One slot at a time: `Miner::begin_slot` is the one place that checks a slot's request and
@@ -379,12 +389,23 @@ impl Miner {
             threads: config.threads,
             depth: config.depth,
         };
-        Miner::with_pools(shards, vec![pool], config)
+        Miner::from_pools(shards, vec![pool], config)
     }
 
     /// A miner whose shards are split into `pools` (one per device), each with its own factory,
-    /// threads and depth; `config`'s threads and depth are not used.
+    /// threads and depth; `config`'s threads and depth are not used. Public for tests only
+    /// (`test-support`): a session builds its pools itself.
+    #[cfg(feature = "test-support")]
     pub fn with_pools(
+        shards: Vec<ShardSet>,
+        pools: Vec<Pool>,
+        config: MineConfig,
+    ) -> Result<Miner, MineError> {
+        Miner::from_pools(shards, pools, config)
+    }
+
+    /// [`Miner::new`] with one factory per pool: what a session opens.
+    pub(crate) fn from_pools(
         shards: Vec<ShardSet>,
         pools: Vec<Pool>,
         config: MineConfig,
@@ -404,7 +425,9 @@ impl Miner {
     /// Replaces pool `pool`'s reading side with `io` (opened over exactly the pool's files, in
     /// [`Miner::paths`] order) and returns the one it had, to be kept for a later switch back.
     /// Between slots only: [`MineError::Busy`] while a slot runs. A slot's results never depend
-    /// on the reading side, only its speed does.
+    /// on the reading side, only its speed does. For tests (`test-support`): a session swaps
+    /// through `swap_checked` under the lock it already holds.
+    #[cfg(feature = "test-support")]
     pub fn swap_io(&self, pool: usize, io: PoolIo) -> Result<PoolIo, MineError> {
         let mut pools = self.lock_slot()?;
         let count = pools.len();
@@ -419,7 +442,7 @@ impl Miner {
     }
 
     /// The one-slot lock: [`MineError::Busy`] at once while a slot (or a switch) holds it. The
-    /// only such guard: [`Miner::begin_slot`] and [`Miner::swap_io`] take it here.
+    /// only such guard: [`Miner::begin_slot`] and `Miner::swap_io` take it here.
     fn lock_slot(&self) -> Result<SlotLock<'_>, MineError> {
         match self.pools.try_lock() {
             Ok(guard) => Ok(guard),
@@ -457,6 +480,8 @@ impl Miner {
         }
     }
 
+    /// The pools, waiting for a running slot (only `describe_io`, a test's, waits so).
+    #[cfg(feature = "test-support")]
     fn lock_pools(&self) -> MutexGuard<'_, Vec<PoolState>> {
         self.pools
             .lock()
@@ -468,15 +493,9 @@ impl Miner {
         &self.data.config
     }
 
-    /// The reads pool `pool`'s backends have classified as cache hits or not, cumulative, where
-    /// its factory counts them ([`pora_io::BackendFactory::cache_reads`]); `None` elsewhere or for
-    /// a pool the miner does not have. Blocks while a slot runs.
-    pub fn cache_reads(&self, pool: usize) -> Option<pora_io::CacheReads> {
-        self.lock_pools().get(pool)?.io.factory().cache_reads()
-    }
-
     /// The backend factories' one-line descriptions (method, alignment, ring features), one per
-    /// pool, joined by "; ".
+    /// pool, joined by "; ". For tests (`test-support`).
+    #[cfg(feature = "test-support")]
     pub fn describe_io(&self) -> String {
         let pools = self.lock_pools();
         let each: Vec<String> = pools.iter().map(|p| p.io.factory().describe()).collect();

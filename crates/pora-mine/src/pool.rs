@@ -43,7 +43,7 @@ pub struct Pool {
 
 /// A pool's reading side: its factory, knobs and the workers opened from them. A session keeps
 /// the ones it switched away from, so switching back between slots reopens nothing
-/// ([`crate::Miner::swap_io`]).
+/// (`crate::swap_checked`).
 pub struct PoolIo {
     /// `None` only while the pool is being dropped.
     factory: Option<Arc<dyn BackendFactory>>,

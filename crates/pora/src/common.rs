@@ -110,12 +110,16 @@ pub struct SessionArgs {
     /// Access method (auto picks the best available; see `pora bench`).
     #[arg(long, default_value = "auto")]
     pub method: Method,
-    /// Worker threads [default: CPUs for asynchronous methods, max(64, CPUs) for synchronous ones].
+    /// Worker threads [default: the tune profile's for its method; else CPUs for asynchronous
+    /// methods, and for synchronous ones on a shard cached in memory (90% or more in the page
+    /// cache; `auto`'s mmap always); max(64, CPUs) for synchronous ones on a cold shard].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Nonces (reads) in flight per thread [default: 256 for asynchronous methods (for those that
-    /// read around the page cache, at most the device's request queue shared by the threads), 1
-    /// for synchronous ones].
+    /// Nonces (reads) in flight per thread [default: the tune profile's for its method; else 256
+    /// for asynchronous methods (for those that read around the page cache, at most each
+    /// thread's share of the device queues the threads reach), and for synchronous ones on a
+    /// shard cached in memory (90% or more in the page cache; `auto`'s mmap always); 1 for
+    /// synchronous ones on a cold shard].
     #[arg(long)]
     pub depth: Option<usize>,
     /// What a failed sample read does: retry (3 times, then drop the nonce), skip (drop the
@@ -161,8 +165,8 @@ fn parse_on_io_error(s: &str) -> Result<OnIoError, String> {
 /// `--file A B --file C`: one group of paths per occurrence, one shard per group. clap's derive
 /// cannot group values by occurrence, so this small part is written against the builder API.
 ///
-/// At least one `--file` is required, except by `pora mine --demo` (which makes its own shard);
-/// that is checked here rather than with clap's `required_unless_present("demo")`, because
+/// At least one `--file` is required, except by `pora mine --demo` (which makes its own shard)
+/// and by `pora tune` given its files the older way (positional); that is checked here rather than with clap's `required_unless_present("demo")`, because
 /// commands without `--demo` share this flag.
 #[derive(Clone, Debug, Default)]
 pub struct ShardFiles(pub Vec<Vec<PathBuf>>);
@@ -174,7 +178,9 @@ impl clap::FromArgMatches for ShardFiles {
             .map(|occ| occ.map(|g| g.cloned().collect()).collect())
             .unwrap_or_default();
         let demo = matches!(matches.try_get_one::<bool>("demo"), Ok(Some(true)));
-        if groups.is_empty() && !demo {
+        // `pora tune`'s positional FILE... (the older form of --file) stands in for it there.
+        let positional = matches!(matches.try_get_many::<PathBuf>("files"), Ok(Some(_)));
+        if groups.is_empty() && !demo && !positional {
             return Err(clap::Error::raw(
                 clap::error::ErrorKind::MissingRequiredArgument,
                 "the following required argument was not provided: --file <FILE>...",

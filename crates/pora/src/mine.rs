@@ -56,7 +56,7 @@ pub struct MineArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
     /// Create ./pora-demo/shard0.dat (256 MiB, once) and mine one slot on it.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     demo: bool,
 }
 

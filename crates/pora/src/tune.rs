@@ -1,8 +1,9 @@
-//! `pora tune FILE... [--budget SECONDS] [--shards N] [--json] [--plot SVG] [--profile PATH]`:
+//! `pora tune --file A [B...] [--file C...] [--budget SECONDS] [--shards N] [--json] [--plot SVG] [--profile PATH]`:
 //! the flags, the progress lines, the report and the chart of a tune run. The measurement (the
 //! sweep on the mining path, the raw passes, the prediction and the profile) is
 //! `pora_measure::tune`.
 
+use crate::common::ShardFiles;
 use crate::plot::{si, Chart, Series};
 use crate::signals;
 use anyhow::Context;
@@ -17,15 +18,21 @@ use pora_measure::tune::raw::RawResult;
 use pora_measure::tune::search::GridLimits;
 use pora_measure::tune::{self, spread_trusted, Event, Prediction, TuneInput, TuneOutcome};
 use pora_mine::devices;
-use pora_mine::session::available_cpus;
+use pora_mine::session::{available_cpus, open_shards};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct TuneArgs {
-    /// Data files: one complete shard, or several files that are each a complete shard.
-    #[arg(required = true)]
+    /// `--file A B --file C`: one shard per --file, as `pora mine` takes them. Before `files`:
+    /// the derive takes each field's values out of the matches in order, and `ShardFiles` looks
+    /// whether positional files were given.
+    #[command(flatten)]
+    shard_files: ShardFiles,
+    /// Data files, the older form of --file: one complete shard, or several files that are each
+    /// a complete shard.
+    #[arg(value_name = "FILE", conflicts_with = "file")]
     files: Vec<PathBuf>,
     /// Seconds to spend in total (sweep and raw passes).
     #[arg(long, default_value_t = 120.0)]
@@ -90,21 +97,18 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         "--slot and --nonce-limit must be positive"
     );
     check_limits(&args)?;
-    let shards = open_files_as_shards(&args.files, args.kv_entries_bits)?;
-    if let Some(note) = one_per_file_note(&args.files, args.kv_entries_bits, &shards) {
-        eprintln!("pora tune: note: {note}");
-    }
+    let (shards, files) = given_shards(&args)?;
     let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
     let stop = signals::install("tune");
     if devices.len() == 1 {
-        let device = tune_device(&args, shards, args.files.clone(), args.budget, stop)?;
+        let device = tune_device(&args, shards, files, args.budget, stop)?;
         return finish(&args, std::slice::from_ref(&device));
     }
     check_several_devices(&args, &devices)?;
     let budget = args.budget / devices.len() as f64;
     let mut done = Vec::with_capacity(devices.len());
     for (group, members) in devices.iter().zip(devices::split(shards, &devices)) {
-        let files = files_in_given_order(&args.files, &members);
+        let files = files_in_given_order(&files, &members);
         eprintln!(
             "pora tune: {} ({} of {} devices): {} shard(s), {budget:.0} s; tuned alone, one profile per device",
             group.label(),
@@ -121,6 +125,22 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         }
     }
     finish(&args, &done)
+}
+
+/// The shards to tune and their files in the order given. `--file A B --file C` groups them as
+/// `pora mine` does: each `--file` one shard. The positional `FILE...` (the older form, kept)
+/// reads several files as one shard each, or else all of them as one shard.
+fn given_shards(args: &TuneArgs) -> anyhow::Result<(Vec<ShardSet>, Vec<PathBuf>)> {
+    let groups = &args.shard_files.0;
+    if groups.is_empty() {
+        let shards = open_files_as_shards(&args.files, args.kv_entries_bits)?;
+        if let Some(note) = one_per_file_note(&args.files, args.kv_entries_bits, &shards) {
+            eprintln!("pora tune: note: {note}");
+        }
+        return Ok((shards, args.files.clone()));
+    }
+    let shards = open_shards(groups, args.kv_entries_bits)?;
+    Ok((shards, groups.concat()))
 }
 
 /// Tunes `shards` (all on one device) within `budget` seconds and writes their profile beside

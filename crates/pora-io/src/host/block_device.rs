@@ -36,6 +36,9 @@ pub struct QueueFacts {
     pub physical_block_bytes: Option<u32>,
     /// Hardware queues (`mq/` entries); each has `nr_requests` requests of its own.
     pub hw_queues: Option<u32>,
+    /// Of `hw_queues`, those a read is sent on ([`read_queues`]): an NVMe drive's poll queues
+    /// and dedicated write queues take none of pora's reads.
+    pub read_queues: Option<u32>,
 }
 
 /// A stacking layer between the file system and the disks.
@@ -79,6 +82,27 @@ pub struct DeviceFacts {
     pub layers: Vec<Layer>,
     /// Disks at the bottom (just `disk` when nothing is stacked).
     pub leaves: Vec<LeafDisk>,
+    /// How one read reaches `leaves` through `layers`.
+    #[serde(skip)]
+    pub reads: ReadSpread,
+}
+
+/// How the reads of a stacked device reach the disks at the bottom: the shape of the stack, as
+/// far as it decides which disks a read can touch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadSpread {
+    /// One disk: its index in [`DeviceFacts::leaves`].
+    Disk(usize),
+    /// Each read goes to one of these (md raid1: mirrors; md picks one per read).
+    AnyOne(Vec<ReadSpread>),
+    /// Reads are spread over all of these (raid0 stripes, linear, dm tables, raid4/5/6 data).
+    All(Vec<ReadSpread>),
+}
+
+impl Default for ReadSpread {
+    fn default() -> Self {
+        ReadSpread::All(Vec::new())
+    }
 }
 
 /// The sysfs directory of block device `major:minor`: `<sys>/dev/block/MAJ:MIN`, resolved.
@@ -249,10 +273,11 @@ pub fn active_scheduler(text: &str) -> Option<String> {
     (!t.is_empty() && !t.contains(' ')).then(|| t.to_string())
 }
 
-/// Queue settings from `<device dir>/queue`.
-pub fn queue_facts(device_dir: &Path) -> QueueFacts {
+/// Queue settings from `<device dir>/queue`, and its `mq/` queues (`sys`: where sysfs is, for
+/// the driver's parameters [`read_queues`] reads).
+pub fn queue_facts(device_dir: &Path, sys: &Path) -> QueueFacts {
     let q = device_dir.join("queue");
-    QueueFacts {
+    let mut facts = QueueFacts {
         scheduler: read_trim(&q.join("scheduler")).and_then(|s| active_scheduler(&s)),
         nr_requests: read_num(&q.join("nr_requests")),
         read_ahead_kb: read_num(&q.join("read_ahead_kb")),
@@ -263,7 +288,43 @@ pub fn queue_facts(device_dir: &Path) -> QueueFacts {
             .ok()
             .map(|entries| entries.filter_map(Result::ok).count() as u32)
             .filter(|&n| n > 0),
+        read_queues: None,
+    };
+    facts.read_queues = read_queues(device_dir, facts.hw_queues, sys);
+    facts
+}
+
+/// Of a disk's `hw_queues`, those its reads are sent on. sysfs does not say a hardware queue's
+/// type (only debugfs's `hctxN/type` does), so for an NVMe drive on PCIe this follows the nvme
+/// driver's own split from its module parameters (`<sys>/module/nvme/parameters`), as
+/// `nvme_setup_io_queues` and `nvme_calc_irq_sets` make it at probe: `poll_queues` queues (at
+/// most all but one) serve only reads submitted with polling, which pora never asks for
+/// (no `IORING_SETUP_IOPOLL`); of the rest, when `write_queues` is set, that many take writes
+/// and the others reads (at least one). A parameter changed after the drive was probed takes
+/// effect at its next reset; until then this may count too few queues, which keeps the depth
+/// low rather than past the queue. Any other disk reads on all its queues.
+pub fn read_queues(disk_dir: &Path, hw_queues: Option<u32>, sys: &Path) -> Option<u32> {
+    let hw = hw_queues?;
+    let name = dir_name(disk_dir).unwrap_or_default();
+    let transport = read_trim(&disk_dir.join("device/transport"));
+    // A namespace's `device` is its controller, whose `transport` is `pcie` for nvme-pci;
+    // fabrics (tcp, rdma, fc, loop) have their own options.
+    let nvme_pci = name.starts_with("nvme") && transport.as_deref().is_none_or(|t| t == "pcie");
+    if !nvme_pci {
+        return Some(hw);
     }
+    let param = |name: &str| -> u32 {
+        read_num(&sys.join("module/nvme/parameters").join(name)).unwrap_or(0)
+    };
+    let poll = param("poll_queues").min(hw.saturating_sub(1));
+    let interrupt = hw - poll;
+    let write = param("write_queues");
+    Some(match write {
+        0 => interrupt,
+        _ if interrupt <= 1 => interrupt,
+        w if w >= interrupt => 1,
+        w => interrupt - w,
+    })
 }
 
 /// Resolves block device `major:minor` through `<sys>/dev/block` and describes it, its queue,
@@ -273,42 +334,24 @@ pub fn device_facts(roots: &Roots, major: u32, minor: u32) -> Option<DeviceFacts
     let disk_dir = whole_disk_dir(&dir);
     let mut layers = Vec::new();
     let mut leaves = Vec::new();
-    walk_stack(&disk_dir, 0, &mut layers, &mut leaves);
+    let reads = walk_stack(&roots.sys, &disk_dir, 0, &mut layers, &mut leaves);
     Some(DeviceFacts {
         major,
         minor,
         name: dir_name(&dir).unwrap_or_default(),
         disk: dir_name(&disk_dir).unwrap_or_default(),
         model: model_of(&disk_dir),
-        queue: queue_facts(&disk_dir),
+        queue: queue_facts(&disk_dir, &roots.sys),
         layers,
         leaves,
+        reads,
     })
 }
 
-impl DeviceFacts {
-    /// Reads the disks at the bottom can hold queued at once when `threads` threads submit: per
-    /// disk `nr_requests` on each hardware queue a thread can reach (a thread submits on the
-    /// queue of the CPU it runs on, so `threads` threads reach at most that many queues). More
-    /// reads than this do not reach the device sooner: they wait for a free request in the block
-    /// layer, and an io_uring read that finds none is handed to a kernel worker thread that
-    /// sleeps for it (docs/BENCHMARKS.md 30). `None` when a disk's `nr_requests` is unknown.
-    pub fn request_slots(&self, threads: usize) -> Option<usize> {
-        self.leaves
-            .iter()
-            .map(|leaf| {
-                let per_queue = leaf.queue.nr_requests? as usize;
-                let queues = leaf.queue.hw_queues.unwrap_or(1).max(1) as usize;
-                Some(per_queue * queues.min(threads.max(1)))
-            })
-            .sum()
-    }
-}
-
-/// [`DeviceFacts::request_slots`] of the device `path` is read from: the block device itself
-/// when `path` is one (`/dev/nvme0n1`), else the device under its file system. `None` when the
-/// device or its queue is unknown (tmpfs, a network file system, not Linux).
-pub fn request_slots_of(path: &Path, roots: &Roots, threads: usize) -> Option<usize> {
+/// [`DeviceFacts`] of the device `path` is read from: the block device itself when `path` is one
+/// (`/dev/nvme0n1`), else the device under its file system. `None` when the device is unknown
+/// (tmpfs, a network file system, not Linux).
+pub fn device_facts_of(path: &Path, roots: &Roots) -> Option<DeviceFacts> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -318,19 +361,29 @@ pub fn request_slots_of(path: &Path, roots: &Roots, threads: usize) -> Option<us
         } else {
             device_numbers(path, roots).dev?
         };
-        device_facts(roots, major, minor)?.request_slots(threads)
+        device_facts(roots, major, minor)
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (path, roots, threads);
+        let _ = (path, roots);
         None
     }
 }
 
-/// Depth-first walk over `slaves/`: records dm / md layers and the leaf disks.
-fn walk_stack(disk_dir: &Path, depth: usize, layers: &mut Vec<Layer>, leaves: &mut Vec<LeafDisk>) {
+/// Depth-first walk over `slaves/`: records dm / md layers and the leaf disks, and returns how a
+/// read of `disk_dir` reaches them.
+fn walk_stack(
+    sys: &Path,
+    disk_dir: &Path,
+    depth: usize,
+    layers: &mut Vec<Layer>,
+    leaves: &mut Vec<LeafDisk>,
+) -> ReadSpread {
     let name = dir_name(disk_dir).unwrap_or_default();
-    if let Some(layer) = layer_of(disk_dir, &name) {
+    let layer = layer_of(disk_dir, &name);
+    // md raid1 sends each read to one mirror (`read_balance`).
+    let mirrored = matches!(&layer, Some(Layer::Raid { level, .. }) if level == "raid1");
+    if let Some(layer) = layer {
         layers.push(layer);
     }
     let mut slaves: Vec<PathBuf> = std::fs::read_dir(disk_dir.join("slaves"))
@@ -343,17 +396,27 @@ fn walk_stack(disk_dir: &Path, depth: usize, layers: &mut Vec<Layer>, leaves: &m
     slaves.sort();
     // Stacks are a few levels deep; the bound only guards against a malformed tree.
     if slaves.is_empty() || depth >= 8 {
-        if !leaves.iter().any(|l| l.name == name) {
-            leaves.push(LeafDisk {
-                name,
-                model: model_of(disk_dir),
-                queue: queue_facts(disk_dir),
+        let index = leaves
+            .iter()
+            .position(|l| l.name == name)
+            .unwrap_or_else(|| {
+                leaves.push(LeafDisk {
+                    name,
+                    model: model_of(disk_dir),
+                    queue: queue_facts(disk_dir, sys),
+                });
+                leaves.len() - 1
             });
-        }
-        return;
+        return ReadSpread::Disk(index);
     }
-    for slave in slaves {
-        walk_stack(&whole_disk_dir(&slave), depth + 1, layers, leaves);
+    let parts = slaves
+        .iter()
+        .map(|slave| walk_stack(sys, &whole_disk_dir(slave), depth + 1, layers, leaves))
+        .collect();
+    if mirrored {
+        ReadSpread::AnyOne(parts)
+    } else {
+        ReadSpread::All(parts)
     }
 }
 

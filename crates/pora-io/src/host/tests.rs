@@ -1,7 +1,9 @@
 //! Host facts read from canned sysfs / procfs trees: partitions, a LUKS volume over md RAID 0
 //! of two NVMe drives, `/proc/meminfo` and mountinfo text.
 
-use super::block_device::{active_scheduler, device_facts, mount_source, Layer};
+use super::block_device::{
+    active_scheduler, device_facts, mount_source, read_queues, Layer, ReadSpread,
+};
 use super::fake_tree::{link, write};
 use super::file_system::fs_name;
 use super::memory::{meminfo, MemInfo};
@@ -96,32 +98,92 @@ fn crypt_over_raid_layers_and_leaves() {
     assert!(device_facts(&roots, 8, 0).is_none());
 }
 
-/// The reads a device queues at once: `nr_requests` per hardware queue a thread reaches, summed
-/// over the disks at the bottom; unknown when one disk's `nr_requests` is.
+/// The facts pora-mine's depth rule counts (`session::knobs`): each disk's queues a read can
+/// use, and how a read reaches the disks through the layers.
 #[test]
-fn request_slots_count_every_leaf_and_the_queues_threads_reach() {
+fn leaves_carry_their_read_queues_and_the_stack_its_shape() {
     let (_t, roots) = canned();
     let vda = device_facts(&roots, 254, 1).unwrap();
-    assert_eq!(vda.leaves[0].queue.hw_queues, None);
-    assert_eq!(vda.request_slots(1), Some(256));
+    let q = &vda.leaves[0].queue;
     assert_eq!(
-        vda.request_slots(8),
-        Some(256),
-        "one queue, whatever the threads"
+        (q.nr_requests, q.hw_queues, q.read_queues),
+        (Some(256), None, None)
     );
+    assert_eq!(vda.reads, ReadSpread::Disk(0));
     let raid = device_facts(&roots, 253, 0).unwrap();
-    assert_eq!(raid.leaves[0].queue.hw_queues, Some(4));
-    // nvme0n1: 4 queues of 256, reached by up to 4 threads; nvme1n1: one queue of 256.
+    let q = &raid.leaves[0].queue;
     assert_eq!(
-        raid.request_slots(0),
-        Some(256 + 256),
-        "no threads counts as one"
+        (q.hw_queues, q.read_queues),
+        (Some(4), Some(4)),
+        "no nvme parameters: every queue takes reads"
     );
-    assert_eq!(raid.request_slots(2), Some(2 * 256 + 256));
-    assert_eq!(raid.request_slots(16), Some(4 * 256 + 256));
-    let mut unknown = raid.clone();
-    unknown.leaves[1].queue.nr_requests = None;
-    assert_eq!(unknown.request_slots(2), None);
+    // dm-0 over md0 (raid0) over both drives: a read may go to either, all count.
+    assert_eq!(
+        raid.reads,
+        ReadSpread::All(vec![ReadSpread::All(vec![
+            ReadSpread::Disk(0),
+            ReadSpread::Disk(1)
+        ])])
+    );
+}
+
+/// md raid1 sends each read to one mirror: the stack says so.
+#[test]
+fn raid1_reads_go_to_any_one_mirror() {
+    let (_t, roots) = canned();
+    let md = roots.sys.join("devices/virtual/block/md1");
+    queue(&md, "none\n", 256, 0);
+    write(&md.join("md/level"), "raid1\n");
+    let a = roots.sys.join("devices/pci/sda/block/sda");
+    let b = roots.sys.join("devices/pci/sdb/block/sdb");
+    queue(&a, "[mq-deadline] none\n", 128, 0);
+    queue(&b, "[mq-deadline] none\n", 128, 0);
+    link(&a, &md.join("slaves/sda"));
+    link(&b, &md.join("slaves/sdb"));
+    link(&md, &roots.sys.join("dev/block/9:1"));
+    let d = device_facts(&roots, 9, 1).unwrap();
+    assert_eq!(
+        d.layers,
+        vec![Layer::Raid {
+            name: "md1".into(),
+            level: "raid1".into()
+        }]
+    );
+    assert_eq!(
+        d.reads,
+        ReadSpread::AnyOne(vec![ReadSpread::Disk(0), ReadSpread::Disk(1)])
+    );
+}
+
+/// sysfs does not say which of an NVMe drive's queues poll; the nvme driver's parameters do:
+/// worked by hand from `nvme_setup_io_queues` / `nvme_calc_irq_sets` for 8 hardware queues.
+#[test]
+fn nvme_poll_and_write_queues_take_no_reads() {
+    let t = tempfile::tempdir().unwrap();
+    let sys = t.path().join("sys");
+    let nvme = sys.join("block/nvme0n1");
+    let params = sys.join("module/nvme/parameters");
+    let reads = |dir: &Path| read_queues(dir, Some(8), &sys);
+    assert_eq!(reads(&nvme), Some(8), "no parameters: every queue reads");
+    write(&params.join("poll_queues"), "0\n");
+    write(&params.join("write_queues"), "0\n");
+    assert_eq!(reads(&nvme), Some(8));
+    write(&params.join("poll_queues"), "2\n");
+    assert_eq!(reads(&nvme), Some(6), "8 queues, the last 2 poll");
+    write(&params.join("write_queues"), "2\n");
+    assert_eq!(reads(&nvme), Some(4), "of 6 interrupt queues, 2 for writes");
+    write(&params.join("write_queues"), "9\n");
+    assert_eq!(reads(&nvme), Some(1), "writes never take every queue");
+    write(&params.join("write_queues"), "0\n");
+    write(&params.join("poll_queues"), "64\n");
+    assert_eq!(reads(&nvme), Some(1), "one interrupt queue is always kept");
+    assert_eq!(read_queues(&nvme, None, &sys), None);
+    // Other disks, and NVMe over a fabric, read on every queue.
+    assert_eq!(reads(&sys.join("block/sda")), Some(8));
+    write(&sys.join("block/nvme1n1/device/transport"), "tcp\n");
+    assert_eq!(reads(&sys.join("block/nvme1n1")), Some(8));
+    write(&sys.join("block/nvme2n1/device/transport"), "pcie\n");
+    assert_eq!(reads(&sys.join("block/nvme2n1")), Some(1));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! tune`: the same facts, candidates and model a session's first slot decides from, so what
 //! they print is what `pora mine` will do.
 
-use super::open::{candidates, default_knobs, path_rates, request_slots, total_file_bytes, Tuned};
+use super::knobs::{default_knobs, DeviceQueues};
+use super::open::{candidates, path_rates, total_file_bytes, Tuned};
 use super::steering::{cache_room, cached_fraction, observe};
 use crate::steer::{Decision, Steering};
 use pora_io::host::memory::CacheRoom;
@@ -29,10 +30,10 @@ pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)
     let file_bytes = total_file_bytes(paths);
     let room = cache_room();
     let cached_fraction = cached_fraction(paths, file_bytes);
-    let slots = request_slots(paths);
+    let queues = DeviceQueues::of(paths);
     // The profile's method stands for its read path, as in a session opened with it.
     let tuned = profiled.first().map(|&(method, _)| {
-        let (threads, depth) = default_knobs(method, false, slots);
+        let (threads, depth) = default_knobs(method, false, &queues, None);
         Tuned {
             path: PathBuf::new(),
             method,
@@ -41,7 +42,10 @@ pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)
             rates: profiled.to_vec(),
         }
     });
-    let mut steering = Steering::new(candidates(tuned.as_ref(), slots), &path_rates(profiled));
+    let mut steering = Steering::new(
+        candidates(tuned.as_ref(), &queues, None),
+        &path_rates(profiled),
+    );
     let decision = steering.decide(&observe(
         file_bytes,
         cached_fraction,

@@ -15,16 +15,14 @@
 //! drop closes its files within a bound too.
 
 mod forecast;
+mod knobs;
 mod open;
 mod options;
 mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
 pub use forecast::{files_outlook, FilesOutlook};
-pub use open::{
-    available_cpus, default_knobs, default_profile_path, open_shards, read_path, DEEP_DEPTH,
-    RESIDENT_FRACTION, SYNC_COLD_THREADS,
-};
+pub use open::{available_cpus, default_profile_path, open_shards};
 pub use options::{OpenOptions, ProfileSource};
 
 use crate::devices;
@@ -135,7 +133,7 @@ impl Session {
             .with_random_checks(options.random_checks)
             .with_on_io_error(options.on_io_error)
             .with_miner(options.miner);
-        let mut miner = Miner::with_pools(ordered, pools, config)?;
+        let mut miner = Miner::from_pools(ordered, pools, config)?;
         let published = Mutex::new(sides.iter().map(|s| s.choice.clone()).collect());
         miner.set_sides(sides);
         Ok(Session {

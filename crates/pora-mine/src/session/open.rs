@@ -1,8 +1,9 @@
 //! Opening shards by path the way every front end does: group files into shards and shards by
 //! device, find each device's tune profile, resolve `auto` (the steering's first decision),
-//! choose threads and depth, and open one backend factory per device. This is the one place
-//! that blocks on opening files; slots never do (`crate::pool`).
+//! choose threads and depth (by the rule in `knobs.rs`), and open one backend factory per
+//! device. This is the one place that blocks on opening files; slots never do (`crate::pool`).
 
+use super::knobs::{default_knobs, knobs, DeviceQueues};
 use super::options::{OpenOptions, ProfileSource};
 use super::steering::{cached_fraction, observe, PoolSide};
 use crate::devices::DeviceGroup;
@@ -10,7 +11,7 @@ use crate::errand::Errands;
 use crate::profile::{self, Lookup};
 use crate::records::{Choice, SteeringRecord};
 use crate::steer::model::ReadPath;
-use crate::steer::{Candidate, Decision, Steering};
+use crate::steer::{Candidate, Decision, Observation, Steering};
 use crate::{MineError, Miner, Pool};
 use pora_core::ShardSet;
 use pora_io::host::memory::CacheRoom;
@@ -19,15 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::defaults::available_cpus;
-
-/// Reads in flight per thread for methods that batch (asynchronous ones, and synchronous ones on
-/// a shard held in memory).
-pub const DEEP_DEPTH: usize = 256;
-/// Threads of a synchronous method on a cold shard: each thread has one read in flight, so it
-/// takes many to keep a device queue busy.
-pub const SYNC_COLD_THREADS: usize = 64;
-/// Share of a shard's bytes in the page cache from which it is treated as held in memory.
-pub const RESIDENT_FRACTION: f64 = 0.9;
 
 /// One device's shards, opened: its pool for the miner, its side of the session and the notes.
 pub(crate) struct OpenedDevice {
@@ -50,21 +42,13 @@ pub(crate) fn open_device(
     let paths = Miner::paths(shards);
     let (tuned, notes) = find_profile(user_files, &options.profile)?;
     let bytes = total_file_bytes(&paths);
-    let slots = request_slots(&paths);
+    let queues = DeviceQueues::of(&paths);
     let mut steering = (options.io.method == Method::Auto).then(|| {
         let profiled = path_rates(tuned.as_ref().map_or(&[][..], |t| &t.rates));
-        Steering::new(candidates(tuned.as_ref(), slots), &profiled)
+        let candidates = candidates(tuned.as_ref(), &queues, options.threads);
+        Steering::new(candidates, &profiled)
     });
-    let samples_needed =
-        (crate::NONCES_PER_SLOT * u64::from(options.random_checks) * shards.len() as u64) as f64;
-    let observation = observe(
-        bytes,
-        cached_fraction(&paths, bytes),
-        room,
-        session_bytes,
-        samples_needed,
-        crate::SLOT_LENGTH.as_secs_f64(),
-    );
+    let observation = first_observation(&paths, bytes, shards.len(), options, room, session_bytes);
     let (factory, why, first_decision) =
         open_first(&paths, options, steering.as_mut(), &observation)?;
     let method = factory.method();
@@ -74,7 +58,7 @@ pub(crate) fn open_device(
             options.depth.unwrap_or(d.candidate.depth),
             why,
         ),
-        _ => knobs(method, why, tuned.as_ref(), &paths, slots, options),
+        _ => knobs(method, why, tuned.as_ref(), &paths, &queues, options),
     };
     if let Some(st) = steering.as_mut() {
         // Knobs the caller fixed, or a method the files forced, leave one candidate: the one
@@ -121,6 +105,29 @@ pub(crate) fn open_device(
     Ok(OpenedDevice { pool, side, notes })
 }
 
+/// What the first slot's decision sees of a device's `shards` shards: their files' bytes and
+/// how much of them is cached, the memory's room, and the samples a slot of es-node's length
+/// needs from them.
+fn first_observation(
+    paths: &[PathBuf],
+    bytes: u64,
+    shards: usize,
+    options: &OpenOptions,
+    room: Option<&CacheRoom>,
+    session_bytes: u64,
+) -> Observation {
+    let samples_needed =
+        (crate::NONCES_PER_SLOT * u64::from(options.random_checks) * shards as u64) as f64;
+    observe(
+        bytes,
+        cached_fraction(paths, bytes),
+        room,
+        session_bytes,
+        samples_needed,
+        crate::SLOT_LENGTH.as_secs_f64(),
+    )
+}
+
 /// A device's first factory, why it was chosen, and the decision that chose it (`auto` only).
 type FirstOpened = (Arc<dyn BackendFactory>, String, Option<Decision>);
 
@@ -131,7 +138,7 @@ fn open_first(
     paths: &[PathBuf],
     options: &OpenOptions,
     mut steering: Option<&mut Steering>,
-    observation: &crate::steer::Observation,
+    observation: &Observation,
 ) -> Result<FirstOpened, MineError> {
     let open = |method: Method| {
         let io = IoConfig {
@@ -248,100 +255,6 @@ fn find_profile(
     }
 }
 
-/// Share of the files' bytes in the page cache, when the OS tells: mincore over a fixed sample of
-/// windows, so the check costs the same for a 1 GiB and a 1 TiB shard.
-fn resident_percent(paths: &[PathBuf]) -> Option<f64> {
-    let (mut cached, mut total) = (0u64, 0u64);
-    for path in paths {
-        let r = pora_io::host::page_cache::residency_sampled(path).ok()?;
-        cached += r.cached_bytes;
-        total += r.file_bytes;
-    }
-    (total > 0).then(|| cached as f64 * 100.0 / total as f64)
-}
-
-/// Threads and depth: explicit values win, then the profile's (for its own method), then the
-/// method's defaults for a resident or a cold shard.
-fn knobs(
-    method: Method,
-    why: String,
-    tuned: Option<&Tuned>,
-    paths: &[PathBuf],
-    request_slots: Option<usize>,
-    options: &OpenOptions,
-) -> (usize, usize, String) {
-    let (threads, depth, why) = match tuned {
-        Some(t) if t.method == method => (t.threads, t.depth, why),
-        _ => {
-            // O_DIRECT reads bypass the page cache: residency says nothing about them; and with
-            // both knobs given it would not change anything.
-            let both_given = options.threads.is_some() && options.depth.is_some();
-            let capabilities = method.capabilities();
-            let resident = capabilities.completes_inline
-                && !capabilities.bypasses_page_cache
-                && !both_given
-                && resident_percent(paths).is_some_and(|p| p >= RESIDENT_FRACTION * 100.0);
-            let (t, mut d) = default_knobs(method, resident, request_slots);
-            if capabilities.bypasses_page_cache && !capabilities.completes_inline {
-                // The device's queue is shared by the threads the caller asked for.
-                d = depth_within_queue(request_slots, options.threads.unwrap_or(t));
-            }
-            let shape = if !capabilities.completes_inline {
-                "asynchronous: few threads, deep queues"
-            } else if resident {
-                "synchronous on a shard in memory: few threads, deep batches"
-            } else {
-                "synchronous on a cold shard: many threads, one read each"
-            };
-            (t, d, format!("{why}; {shape}"))
-        }
-    };
-    (
-        options.threads.unwrap_or(threads),
-        options.depth.unwrap_or(depth),
-        why,
-    )
-}
-
-/// The default (threads, depth) of a concrete method; `request_slots` is what the device queues
-/// at once ([`request_slots`]), which bounds the reads in flight of a method that reads around
-/// the page cache asynchronously (each of them reaches the device).
-pub fn default_knobs(
-    method: Method,
-    resident: bool,
-    request_slots: Option<usize>,
-) -> (usize, usize) {
-    let cpus = available_cpus();
-    let capabilities = method.capabilities();
-    if capabilities.completes_inline && !resident {
-        (cpus.max(SYNC_COLD_THREADS), 1)
-    } else if capabilities.bypasses_page_cache && !capabilities.completes_inline {
-        (cpus, depth_within_queue(request_slots, cpus))
-    } else {
-        (cpus, DEEP_DEPTH)
-    }
-}
-
-/// Reads in flight per thread for `threads` threads that send every read to a device queuing
-/// `request_slots` at once: [`DEEP_DEPTH`], or the device's share per thread when that is less.
-/// Reads past the device's queue only wait in the block layer, and io_uring hands each of them
-/// to a kernel worker thread that sleeps for a free request (docs/BENCHMARKS.md 30: on a device
-/// queuing 128, 2 x 64 read 1.4–1.8x what 2 x 256 read, at 0.4x the CPU per read).
-pub fn depth_within_queue(request_slots: Option<usize>, threads: usize) -> usize {
-    request_slots.map_or(DEEP_DEPTH, |slots| {
-        (slots / threads.max(1)).clamp(1, DEEP_DEPTH)
-    })
-}
-
-/// What the device under `paths` queues at once for the default threads (the first file's
-/// device: a pool's files share one); `None` when unknown.
-pub fn request_slots(paths: &[PathBuf]) -> Option<usize> {
-    let roots = pora_io::host::Roots::default();
-    paths
-        .first()
-        .and_then(|p| pora_io::host::block_device::request_slots_of(p, &roots, available_cpus()))
-}
-
 /// The path of the profile `pora tune` writes for `first_file`.
 pub fn default_profile_path(first_file: &Path) -> PathBuf {
     profile::default_path(first_file)
@@ -361,14 +274,19 @@ pub(crate) fn path_rates(rates: &[(Method, f64)]) -> Vec<(ReadPath, f64)> {
 }
 
 /// The read path a method takes.
-pub fn read_path(method: Method) -> ReadPath {
+pub(crate) fn read_path(method: Method) -> ReadPath {
     method.read_path()
 }
 
 /// The methods `auto` chooses among here ([`Method::auto_candidates`]: one per read path, each
 /// the method pora-io ranks first on this platform); a profile's method replaces the
-/// platform's choice of its path, with the profile's knobs.
-pub(crate) fn candidates(tuned: Option<&Tuned>, request_slots: Option<usize>) -> Vec<Candidate> {
+/// platform's choice of its path, with the profile's knobs. The others take the default knobs
+/// on `queues`' device for `threads` threads when the caller fixed them.
+pub(crate) fn candidates(
+    tuned: Option<&Tuned>,
+    queues: &DeviceQueues,
+    threads: Option<usize>,
+) -> Vec<Candidate> {
     Method::auto_candidates()
         .into_iter()
         .map(|method| {
@@ -382,7 +300,7 @@ pub(crate) fn candidates(tuned: Option<&Tuned>, request_slots: Option<usize>) ->
                 },
                 None => {
                     let (threads, depth) =
-                        default_knobs(method, path == ReadPath::Mapped, request_slots);
+                        default_knobs(method, path == ReadPath::Mapped, queues, threads);
                     Candidate {
                         method,
                         threads,
@@ -399,14 +317,12 @@ pub(crate) fn candidates(tuned: Option<&Tuned>, request_slots: Option<usize>) ->
 mod tests {
     use super::*;
 
-    /// One `auto`: what pora-io opens for `auto` with nothing known
-    /// ([`Method::resolve_auto`], which `Method::Auto`'s capabilities answer for) is the
-    /// steering's decision for a cold shard with no profile and nothing measured, whatever the
-    /// memory; and its candidates are pora-io's list.
+    /// One `auto`: what pora-io opens for `auto` with nothing known ([`Method::resolve_auto`],
+    /// its own rule) is the steering's decision for a cold shard with no profile and nothing
+    /// measured, whatever the memory, with the knobs worked out by hand for 8 CPUs and an
+    /// unknown device: a ring 8 x 256, a synchronous read 64 x 1.
     #[test]
     fn steering_and_resolve_auto_agree_when_nothing_is_known() {
-        let methods: Vec<Method> = candidates(None, None).iter().map(|c| c.method).collect();
-        assert_eq!(methods, Method::auto_candidates());
         const GIB: u64 = 1 << 30;
         let room = |bytes: u64| CacheRoom {
             mem_available_bytes: bytes,
@@ -415,8 +331,9 @@ mod tests {
             cgroup_room_bytes: None,
             room_bytes: bytes,
         };
+        let queues = DeviceQueues::unknown(8);
         for memory in [None, Some(room(GIB)), Some(room(64 * GIB))] {
-            let mut steering = Steering::new(candidates(None, None), &[]);
+            let mut steering = Steering::new(candidates(None, &queues, None), &[]);
             let d = steering.decide(&observe(
                 8 * GIB,
                 Some(0.0),
@@ -426,53 +343,12 @@ mod tests {
                 12.0,
             ));
             assert_eq!(d.candidate.method, Method::resolve_auto(), "{}", d.why);
-        }
-        assert_eq!(
-            Method::Auto.capabilities(),
-            Method::resolve_auto().capabilities()
-        );
-    }
-
-    /// Reads around the page cache are kept within what the device queues, shared by the
-    /// threads; reads through the page cache, synchronous methods and unknown devices keep
-    /// their defaults.
-    #[test]
-    fn direct_asynchronous_depth_stays_within_the_device_queue() {
-        assert_eq!(depth_within_queue(None, 2), DEEP_DEPTH);
-        assert_eq!(depth_within_queue(Some(128), 2), 64);
-        assert_eq!(depth_within_queue(Some(128), 1), 128);
-        assert_eq!(depth_within_queue(Some(4 * 1023), 2), DEEP_DEPTH);
-        assert_eq!(depth_within_queue(Some(3), 4), 1, "never below one read");
-        assert_eq!(
-            depth_within_queue(Some(128), 0),
-            128,
-            "no threads counts as one"
-        );
-        let cpus = available_cpus();
-        assert_eq!(
-            default_knobs(Method::UringDirect, false, Some(128)),
-            (cpus, (128 / cpus).clamp(1, DEEP_DEPTH))
-        );
-        assert_eq!(
-            default_knobs(Method::IocpUnbuffered, false, Some(128)),
-            (cpus, (128 / cpus).clamp(1, DEEP_DEPTH))
-        );
-        assert_eq!(
-            default_knobs(Method::UringDirect, false, None),
-            (cpus, DEEP_DEPTH)
-        );
-        assert_eq!(
-            default_knobs(Method::Uring, false, Some(128)),
-            (cpus, DEEP_DEPTH)
-        );
-        assert_eq!(
-            default_knobs(Method::Direct, false, Some(128)),
-            (cpus.max(SYNC_COLD_THREADS), 1)
-        );
-        // `auto`'s direct candidate carries the same depth as an opened `uring-direct`.
-        for c in candidates(None, Some(128)) {
-            let expected = default_knobs(c.method, c.path == ReadPath::Mapped, Some(128));
-            assert_eq!((c.threads, c.depth), expected, "{:?}", c.method);
+            let by_hand = match d.candidate.method {
+                Method::Uring | Method::Iocp => (8, 256),
+                Method::Pread => (64, 1),
+                m => panic!("auto opened {m} for a cold shard with nothing known"),
+            };
+            assert_eq!((d.candidate.threads, d.candidate.depth), by_hand);
         }
     }
 
@@ -481,7 +357,10 @@ mod tests {
     /// in-page error).
     #[test]
     fn auto_weighs_a_map_where_its_faults_are_contained() {
-        let paths: Vec<ReadPath> = candidates(None, None).iter().map(|c| c.path).collect();
+        let paths: Vec<ReadPath> = candidates(None, &DeviceQueues::unknown(2), None)
+            .iter()
+            .map(|c| c.path)
+            .collect();
         assert!(paths.contains(&ReadPath::Buffered), "{paths:?}");
         let contained = cfg!(unix) || cfg!(all(windows, target_arch = "x86_64"));
         assert_eq!(paths.contains(&ReadPath::Mapped), contained, "{paths:?}");

@@ -7,10 +7,14 @@
 //! A decision never changes a slot's results, only its speed: the same nonces are tried and
 //! verified whatever path reads them.
 
-pub mod model;
-pub mod probe;
+// The model and the probe serve the session only; what the doors read of a decision is
+// re-exported below (`Candidate`, `Decision`, `CandidateForecast`, `RateSource`, `Outlook`).
+pub(crate) mod model;
+pub(crate) mod probe;
 
-use model::{outlook, Outlook, PathRates, ReadPath, SlotShape};
+pub use model::Outlook;
+
+use model::{outlook, PathRates, ReadPath, SlotShape};
 use pora_io::Method;
 use serde::Serialize;
 
@@ -20,31 +24,31 @@ use serde::Serialize;
 /// keep a shard that fits in memory on direct reads for good (seen on a throttled disk). The
 /// memory is observed again before every slot, so a long horizon does not make `auto` slow to
 /// follow a change of memory: the next decision scores from the new facts.
-pub const HORIZON_SLOTS: usize = 300;
+pub(crate) const HORIZON_SLOTS: usize = 300;
 /// Share of the best's score the path in place may trail by before a switch: switches on noise
 /// would cost more than they bring. Relative, so that it means the same on a slow device
 /// (every score near 0.1) as on a fast one.
-pub const SWITCH_MARGIN: f64 = 0.03;
+pub(crate) const SWITCH_MARGIN: f64 = 0.03;
 /// A path whose device rate is only assumed is tried for one slot when the model's forecast for
 /// it comes within this share of the best: then the model cannot tell them apart.
-pub const EXPLORE_WITHIN: f64 = 0.75;
+pub(crate) const EXPLORE_WITHIN: f64 = 0.75;
 /// Slots between two explorations of the same path.
-pub const EXPLORE_EVERY_SLOTS: u64 = 64;
+pub(crate) const EXPLORE_EVERY_SLOTS: u64 = 64;
 /// Slots after which a path's measured rate is old news (an hour): a device drifts (throttled,
 /// shared, a neighbour's load), and two paths measured at different times compare the device's
 /// moods as much as the paths. A path measured longer ago than this, whatever its forecast, is
 /// explored for one slot where the best is short of full power: at most one slot an hour.
-pub const MEASURED_STALE_AFTER_SLOTS: u64 = 300;
+pub(crate) const MEASURED_STALE_AFTER_SLOTS: u64 = 300;
 /// Cached fraction from which a memory map is a candidate: misses are synchronous faults, so a
 /// map is only worth it for a shard held in memory.
-pub const MAPPED_FROM_FRACTION: f64 = 0.98;
+pub(crate) const MAPPED_FROM_FRACTION: f64 = 0.98;
 /// Memory the page cache can grow into, over the shard's size, from which a memory map is a
 /// candidate: with less, another process taking memory mid-slot turns a map's reads into
 /// synchronous faults, while buffered reads keep their queue depth.
-pub const MAPPED_HEADROOM: f64 = 1.5;
+pub(crate) const MAPPED_HEADROOM: f64 = 1.5;
 /// Device reads/s assumed before anything is measured or profiled (only the ratio between
 /// paths matters for the choice; records say the figure is assumed).
-pub const ASSUMED_DEVICE_READS_PER_SEC: f64 = 50_000.0;
+pub(crate) const ASSUMED_DEVICE_READS_PER_SEC: f64 = 50_000.0;
 /// A synchronous page fault's service time assumed for a map's misses.
 const ASSUMED_FAULT_SEC: f64 = 250e-6;
 
@@ -84,7 +88,7 @@ struct PathState {
 
 /// What the session sees before a slot.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Observation {
+pub(crate) struct Observation {
     /// Bytes of the pool's shards.
     pub pool_bytes: u64,
     /// Share of them in the page cache now; `None` where the OS does not tell.
@@ -123,7 +127,7 @@ pub struct Decision {
 
 /// What one slot achieved, for [`Steering::learn`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SlotOutcome {
+pub(crate) struct SlotOutcome {
     /// Samples read from the files (not from an overlay).
     pub samples_from_files: u64,
     pub elapsed_sec: f64,
@@ -142,7 +146,7 @@ pub struct SlotOutcome {
 
 /// One pool's steering: its candidates, what is known of each path, what it runs now.
 #[derive(Clone, Debug)]
-pub struct Steering {
+pub(crate) struct Steering {
     candidates: Vec<Candidate>,
     paths: [PathState; 3],
     current: usize,
@@ -180,7 +184,7 @@ fn default_rates(path: ReadPath) -> PathRates {
 impl Steering {
     /// Steering over `candidates` (at least one; the first of them is the start), with
     /// `profiled`, a tune profile's cold samples/s per read path (its method's first).
-    pub fn new(candidates: Vec<Candidate>, profiled: &[(ReadPath, f64)]) -> Steering {
+    pub(crate) fn new(candidates: Vec<Candidate>, profiled: &[(ReadPath, f64)]) -> Steering {
         let state = |path| PathState {
             rates: default_rates(path),
             source: RateSource::Assumed,
@@ -215,23 +219,23 @@ impl Steering {
         }
     }
 
-    pub fn current(&self) -> Candidate {
+    pub(crate) fn current(&self) -> Candidate {
         self.candidates[self.current]
     }
 
-    pub fn candidates(&self) -> &[Candidate] {
+    pub(crate) fn candidates(&self) -> &[Candidate] {
         &self.candidates
     }
 
     /// Slots decided, switches made and exploring slots so far.
-    pub fn counts(&self) -> (u64, u64, u64) {
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
         (self.slots, self.switches, self.explorations)
     }
 
     /// The candidates to probe before this decision: on a device nothing is known of (no path's
     /// rate profiled, probed or measured), one per read path the device's rate decides (not a
     /// map, whose rate follows from the cache). Empty once anything is known.
-    pub fn to_probe(&self) -> Vec<Candidate> {
+    pub(crate) fn to_probe(&self) -> Vec<Candidate> {
         if self.paths.iter().any(|p| p.source != RateSource::Assumed) {
             return Vec::new();
         }
@@ -244,7 +248,7 @@ impl Steering {
 
     /// Takes a probe's reads/s as `path`'s device rate (the first slot's on it replaces it), and
     /// as every still-assumed path's until that one is measured.
-    pub fn probed(&mut self, path: ReadPath, reads_per_sec: f64) {
+    pub(crate) fn probed(&mut self, path: ReadPath, reads_per_sec: f64) {
         // A probe that read nothing (or NaN) says nothing about the device.
         if reads_per_sec.is_nan() || reads_per_sec <= 0.0 {
             return;
@@ -278,7 +282,7 @@ impl Steering {
 
     /// Drops the candidate `method` (it cannot open here); the current one stays current (the
     /// first left when it was the one dropped). The last candidate is never dropped.
-    pub fn forget(&mut self, method: Method) {
+    pub(crate) fn forget(&mut self, method: Method) {
         if self.candidates.len() <= 1 {
             return;
         }
@@ -289,7 +293,7 @@ impl Steering {
     }
 
     /// Leaves `candidate` as the only one: knobs the caller fixed, or a method the files forced.
-    pub fn pin(&mut self, candidate: Candidate) {
+    pub(crate) fn pin(&mut self, candidate: Candidate) {
         self.candidates = vec![candidate];
         self.current = 0;
         self.incumbent = 0;
@@ -297,7 +301,7 @@ impl Steering {
 
     /// The steering as a session starts its first slot: the decision made at opening stays
     /// current, the counts start from zero.
-    pub fn restart(mut self) -> Steering {
+    pub(crate) fn restart(mut self) -> Steering {
         self.slots = 0;
         self.switches = 0;
         self.explorations = 0;
@@ -310,7 +314,7 @@ impl Steering {
 
     /// Chooses the candidate for the next slot and makes it current. Needs at least one
     /// candidate (a session always has one: the method it opened).
-    pub fn decide(&mut self, obs: &Observation) -> Decision {
+    pub(crate) fn decide(&mut self, obs: &Observation) -> Decision {
         let cached = obs
             .cached_fraction
             .unwrap_or(self.believed_cached_fraction)
@@ -468,7 +472,7 @@ impl Steering {
     /// Learns from the slot the current candidate just ran; returns the hit ratio it measured:
     /// 0 for a path that bypasses the cache (it hits nothing), `None` when neither the device's
     /// read counter, the backends' own count nor the residency says.
-    pub fn learn(&mut self, outcome: &SlotOutcome) -> Option<f64> {
+    pub(crate) fn learn(&mut self, outcome: &SlotOutcome) -> Option<f64> {
         let candidate = self.current();
         let samples = outcome.samples_from_files as f64;
         let end = outcome.cached_fraction_end;

@@ -10,7 +10,7 @@
 //! integrated in small steps; no clocks or I/O here, so the model is tested on its own.
 
 /// The page size the model counts in (Linux and Windows cache 4 KiB pages).
-pub const PAGE_BYTES: f64 = 4096.0;
+pub(crate) const PAGE_BYTES: f64 = 4096.0;
 /// Integration steps per slot.
 const STEPS: usize = 48;
 
@@ -20,7 +20,7 @@ pub use pora_io::ReadPath;
 
 /// What the model assumes of one read path on one device.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PathRates {
+pub(crate) struct PathRates {
     /// Reads/s the device serves this path when every read misses the cache.
     pub device_reads_per_sec: f64,
     /// CPU seconds one sample costs on this path when it hits (hashing included).
@@ -29,7 +29,7 @@ pub struct PathRates {
 
 /// The state of the shard's pages and what one slot asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SlotShape {
+pub(crate) struct SlotShape {
     /// Pages of the pool's shards.
     pub pages: f64,
     /// Share of them in the page cache when the slot starts, 0..1.
@@ -45,7 +45,7 @@ pub struct SlotShape {
 
 /// One slot predicted.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SlotForecast {
+pub(crate) struct SlotForecast {
     /// Nonces tried over nonces asked, 0..1.
     pub mining_power: f64,
     /// The cached fraction when the slot ends.
@@ -55,7 +55,7 @@ pub struct SlotForecast {
 }
 
 /// One slot on `path` from `shape`.
-pub fn forecast(path: ReadPath, rates: &PathRates, shape: &SlotShape) -> SlotForecast {
+pub(crate) fn forecast(path: ReadPath, rates: &PathRates, shape: &SlotShape) -> SlotForecast {
     let dt = shape.slot_sec / STEPS as f64;
     let cpu_rate = shape.cpus / rates.cpu_sec_per_sample.max(1e-9);
     let mut f = shape.cached_fraction.min(shape.cacheable_fraction).max(0.0);
@@ -96,7 +96,12 @@ pub fn forecast(path: ReadPath, rates: &PathRates, shape: &SlotShape) -> SlotFor
 /// carried from slot to slot): what choosing `path` now earns, over the run and once the cache
 /// has settled. Slots are simulated until the cache stops moving; the rest of the horizon earns
 /// the settled slot's power, so a long horizon costs no more than a short one.
-pub fn outlook(path: ReadPath, rates: &PathRates, shape: &SlotShape, horizon: usize) -> Outlook {
+pub(crate) fn outlook(
+    path: ReadPath,
+    rates: &PathRates,
+    shape: &SlotShape,
+    horizon: usize,
+) -> Outlook {
     let horizon = horizon.max(1);
     let next = forecast(path, rates, shape);
     let (mut sum, mut last, mut s, mut counted) = (next.mining_power, next, *shape, 1usize);

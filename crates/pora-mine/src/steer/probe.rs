@@ -11,27 +11,27 @@
 //! cache's share of any real shard where it was.
 
 use super::Candidate;
-use pora_io::{Backend, BackendFactory, IoConfig, Method, SampleRead, SAMPLE_LEN};
+use pora_io::{Backend, BackendFactory, IoConfig, SampleRead, SAMPLE_LEN};
 use std::io::{Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Time one candidate reads for, at most.
-pub const PROBE_PER_CANDIDATE: Duration = Duration::from_millis(30);
+pub(crate) const PROBE_PER_CANDIDATE: Duration = Duration::from_millis(30);
 /// Share of the time left before the slot's deadline that all probes together may take: a short
 /// slot (a test's, or one called late) is probed for less, never spent on probing.
-pub const PROBE_SHARE_OF_SLOT: f64 = 0.05;
+pub(crate) const PROBE_SHARE_OF_SLOT: f64 = 0.05;
 /// A slot with less time than this left is not probed.
-pub const PROBE_MIN_SLOT_LEFT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_MIN_SLOT_LEFT: Duration = Duration::from_secs(2);
 /// Time allowed per candidate, on top of its reading time, to open its backends and withdraw
 /// its last reads; the probe as a whole ends by then whatever the device does.
-pub const PROBE_OPEN_ALLOWANCE: Duration = Duration::from_millis(60);
+pub(crate) const PROBE_OPEN_ALLOWANCE: Duration = Duration::from_millis(60);
 /// Longest wait for a probe's reads still in flight at its end to be withdrawn.
 const PROBE_DRAIN: Duration = Duration::from_millis(50);
 
 /// What one candidate's probe measured.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Probed {
+pub(crate) struct Probed {
     pub candidate: Candidate,
     /// Reads/s over the probe, or why it could not run (the method does not open here, a read
     /// failed).
@@ -42,7 +42,7 @@ pub struct Probed {
 /// [`PROBE_PER_CANDIDATE`], less when [`PROBE_SHARE_OF_SLOT`] of what is left is shorter; none
 /// when less than [`PROBE_MIN_SLOT_LEFT`] is left (opening the candidates would cost the slot
 /// too large a share).
-pub fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Duration {
+pub(crate) fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Duration {
     let left = deadline.saturating_duration_since(now);
     if left < PROBE_MIN_SLOT_LEFT {
         return Duration::ZERO;
@@ -55,7 +55,7 @@ pub fn per_candidate(candidates: usize, now: Instant, deadline: Instant) -> Dura
 /// opening it over `paths` with `io` (its method set per candidate); nothing reads past `until`
 /// whatever the device does (the reads still in flight then are withdrawn within
 /// `PROBE_DRAIN`, 50 ms).
-pub fn probe_candidates(
+pub(crate) fn probe_candidates(
     paths: &[PathBuf],
     io: &IoConfig,
     candidates: &[Candidate],
@@ -85,7 +85,7 @@ pub fn probe_candidates(
 /// `lens` bytes, over `each` from the moment its backends are ready (opening a ring and
 /// registering its buffers is not the device's time), never past `until`. The time the reads
 /// still in flight take to be withdrawn afterwards is not counted either.
-pub fn reads_per_sec(
+pub(crate) fn reads_per_sec(
     factory: &dyn BackendFactory,
     lens: &[u64],
     candidate: Candidate,
@@ -210,17 +210,12 @@ fn file_len(path: &PathBuf) -> std::io::Result<u64> {
     std::fs::File::open(path)?.seek(SeekFrom::End(0))
 }
 
-/// Whether `method` is worth a probe: a map's rate follows from the cache, not from the device.
-pub fn probed_method(method: Method) -> bool {
-    method.read_path() != pora_io::ReadPath::Mapped
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::steer::model::ReadPath;
     use crate::steer::{Observation, Steering};
-    use pora_io::SimConfig;
+    use pora_io::{Method, SimConfig};
 
     fn sim(paths: &[PathBuf], latency_us: u32) -> std::sync::Arc<dyn BackendFactory> {
         let config = IoConfig {

@@ -2,11 +2,13 @@
 # .ci/skips.sh LOG...: the table of every skipped test in CI's logs, by reason, and a failure when
 # one skipped for a reason CI's machine is set up to satisfy.
 #
-# A skip is a line with a `SKIP:` or `SKIP <what>:` token (Rust tests' SKIP lines, Go's
-# `t.Skip("SKIP: ...")` and `t.Log("SKIP: ...")`, the Windows leg's, the release archives' and
-# the es-node leg's), or Go's `--- SKIP: TestName` whose message (the line before) has no SKIP
-# token. Each is classified by the first pattern of .ci/skip-reasons-allowed.txt it matches; a
-# skip that matches none is NOT ALLOWED and the script exits 1 after the table.
+# A skip is a line with a `SKIP:` or `SKIP <what>:` token (Rust tests' SKIP lines, written
+# straight to stderr since libtest captures `eprintln!`; Go's `t.Skip("SKIP: ...")`, never a
+# `t.Log` and return, which go test counts as PASS: .ci/run refuses both; the Windows leg's, the
+# release archives' and the es-node leg's), or Go's `--- SKIP: TestName` whose message (the line
+# before) has no SKIP token. Each is classified by the first pattern of
+# .ci/skip-reasons-allowed.txt it matches; a skip that matches none is NOT ALLOWED and the script
+# exits 1 after the table.
 set -euo pipefail
 allowed="$(dirname "$0")/skip-reasons-allowed.txt"
 [ "$#" -gt 0 ] || { echo "usage: $0 LOG..." >&2; exit 2; }

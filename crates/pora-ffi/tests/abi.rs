@@ -1,6 +1,8 @@
 //! The C ABI called from Rust exactly as a C caller would: null pointers, wrong lengths, bad enum
 //! values, double free, use after close, wrong-kind ids, a second concurrent slot (busy), cancel
-//! with partial counts, close during a slot, and hash / mine results that agree with each other.
+//! with partial counts, close during a slot, hash / mine results that agree with each other, and,
+//! on a stalling FUSE mount, slots that end by the caller's deadline (through steering, and
+//! beside a hash stuck on a held read).
 //! (Panics are covered by the unit tests of `guard.rs`, which can make the body panic.)
 
 #[path = "../../pora-core/tests/fixtures/mod.rs"]

@@ -200,8 +200,7 @@ func TestEngineFailsTheTaskOnATruncatedFile(t *testing.T) {
 	defer e.Close()
 	if err := os.Truncate(path, 4096+64*1024); err != nil {
 		if runtime.GOOS == "windows" {
-			t.Logf("SKIP: %s: Windows refuses to truncate a file another handle holds open: %v", t.Name(), err)
-			return
+			t.Skipf("SKIP: %s: Windows refuses to truncate a file another handle holds open: %v", t.Name(), err)
 		}
 		t.Fatal(err)
 	}
@@ -247,8 +246,7 @@ func TestEngineRefusesBadCacheAndTasks(t *testing.T) {
 // tried.
 func TestPoragoTaskEqualsPoraMineFirst(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: PORA_BINARY names no pora binary")
-		return
+		t.Skip("SKIP: PORA_BINARY names no pora binary")
 	}
 	// The Windows leg names a cross-built porago.exe (no Go toolchain runs under Wine).
 	porago := os.Getenv("PORAGO_BINARY")

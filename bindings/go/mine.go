@@ -274,7 +274,8 @@ func parseSlot(data []byte) (*SlotReport, error) {
 }
 
 // Hash computes one nonce of shard `shard` (its index, e.g. 0) through the plain single-nonce
-// path: what `pora hash --json` prints.
+// path: what `pora hash --json` prints. It reads on the calling goroutine's thread and returns
+// when the disk answers; a MineSlot running beside it on the same set is not held by its reads.
 func (s *Shards) Hash(shard uint64, randao []byte, nonce uint64) (*HashRecord, error) {
 	return s.HashWithDifficulty(shard, randao, nonce, nil)
 }

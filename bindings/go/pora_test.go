@@ -122,41 +122,43 @@ var findAllDiff = new(big.Int).Rsh(new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(
 
 func TestFindAllEqualsPoraMineForEveryMethod(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: PORA_BINARY names no pora binary (.ci/bindings.sh sets it to the pora that `tools/go-lib.sh --sim --with-cli` builds)")
-		return
+		t.Skip("SKIP: PORA_BINARY names no pora binary (.ci/bindings.sh sets it to the pora that `tools/go-lib.sh --sim --with-cli` builds)")
 	}
 	paths := smallShards(t)
 	randao := bytes.Repeat([]byte{0x42}, 32)
+	// One subtest per method, so a method this platform lacks shows as `--- SKIP` (counted by
+	// CI's skip table), never as part of a PASS.
 	for _, method := range allMethods {
-		s, err := Open([][]string{{paths[0]}, {paths[1]}}, Options{Method: method, Threads: 2, Depth: 4, IgnoreProfile: true})
-		if err != nil {
-			t.Logf("SKIP: method %s: %v", method, err)
-			continue
-		}
-		report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 100, NonceEnd: 612, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
-		s.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		out := runPora(t, "mine", "--file", paths[0], "--file", paths[1], "--randao", "0x"+hex.EncodeToString(randao),
-			"--nonces", "100..612", "--find", "all", "--required-diff", findAllDiff.String(), "--method", method,
-			"--threads", "2", "--depth", "4", "--slot", "60", "--json")
-		lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-		if len(lines) != len(report.Shards) {
-			t.Fatalf("%s: pora printed %d records, the package returned %d", method, len(lines), len(report.Shards))
-		}
-		found := 0
-		for i, line := range lines {
-			want, got := withoutTimings(t, line), withoutTimings(t, report.Shards[i].Raw)
-			if !equalJSON(want, got) {
-				t.Errorf("%s shard %d:\n pora: %v\n   go: %v", method, i, want, got)
+		t.Run(method, func(t *testing.T) {
+			s, err := Open([][]string{{paths[0]}, {paths[1]}}, Options{Method: method, Threads: 2, Depth: 4, IgnoreProfile: true})
+			if err != nil {
+				t.Skipf("SKIP: method %s: %v", method, err)
 			}
-			found += len(report.Shards[i].Found)
-		}
-		if found == 0 {
-			t.Errorf("%s: no valid nonce among 1024 at 1/8 odds", method)
-		}
-		t.Logf("method %s: %d valid nonces, equal to pora mine --json", method, found)
+			report, err := s.MineSlot(context.Background(), SlotRequest{Randao: randao, NonceStart: 100, NonceEnd: 612, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: findAllDiff}, SlotLength: time.Minute})
+			s.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+			out := runPora(t, "mine", "--file", paths[0], "--file", paths[1], "--randao", "0x"+hex.EncodeToString(randao),
+				"--nonces", "100..612", "--find", "all", "--required-diff", findAllDiff.String(), "--method", method,
+				"--threads", "2", "--depth", "4", "--slot", "60", "--json")
+			lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+			if len(lines) != len(report.Shards) {
+				t.Fatalf("%s: pora printed %d records, the package returned %d", method, len(lines), len(report.Shards))
+			}
+			found := 0
+			for i, line := range lines {
+				want, got := withoutTimings(t, line), withoutTimings(t, report.Shards[i].Raw)
+				if !equalJSON(want, got) {
+					t.Errorf("%s shard %d:\n pora: %v\n   go: %v", method, i, want, got)
+				}
+				found += len(report.Shards[i].Found)
+			}
+			if found == 0 {
+				t.Errorf("%s: no valid nonce among 1024 at 1/8 odds", method)
+			}
+			t.Logf("method %s: %d valid nonces, equal to pora mine --json", method, found)
+		})
 	}
 }
 
@@ -199,8 +201,7 @@ func equalJSON(a, b interface{}) bool {
 
 func TestPoragoEqualsPora(t *testing.T) {
 	if poraBinary(t) == "" {
-		t.Log("SKIP: PORA_BINARY names no pora binary")
-		return
+		t.Skip("SKIP: PORA_BINARY names no pora binary")
 	}
 	porago := filepath.Join(t.TempDir(), "porago")
 	if out, err := exec.Command("go", "build", "-tags", buildTags, "-o", porago, "./cmd/porago").CombinedOutput(); err != nil {
@@ -377,6 +378,12 @@ func TestCancelLatencyOnTheSimulatedDisk(t *testing.T) {
 	if p99 > 2*time.Second {
 		t.Errorf("p99 cancel latency %v: cancel does not reach the slot", p99)
 	}
+	// The documented figure (README, MineSlot's doc, pora.h): about 50 ms. The workers look at
+	// the cancel at least every 20 ms (MAX_WAIT), so the median is well inside it (14 ms
+	// measured on the shared 2-core machine), with room for load and -race.
+	if p50 > 50*time.Millisecond {
+		t.Errorf("p50 cancel latency %v: the docs say about 50 ms", p50)
+	}
 }
 
 func TestTwoHandlesMineConcurrently(t *testing.T) {
@@ -447,8 +454,7 @@ func rssKiB(t testing.TB) int64 {
 
 func TestMemoryFlatOverOpenMineCloseCycles(t *testing.T) {
 	if rssKiB(t) < 0 {
-		t.Log("SKIP: no /proc/self/status on this platform")
-		return
+		t.Skip("SKIP: no /proc/self/status on this platform")
 	}
 	path := smallShards(t)[0]
 	cycle := func() {

@@ -4,15 +4,22 @@
 // pora-faultfs server holds until released. Every task returns by its deadline plus the slot's
 // bound, the workers held by the device stay within the pool's cap (twice its threads), a task
 // after the release mines every nonce with every worker, and Close returns at once even while
-// reads are held: es-node's consecutive 12 s tasks keep their rhythm through a stall.
+// reads are held: es-node's consecutive 12 s tasks keep their rhythm through a stall. And a Hash
+// stuck on a held read never holds a slot started beside it.
 //
 // Needs $PORA_FAULTFS, root and /dev/fuse (mountFaulted skips, saying which is missing).
 package porago
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -136,4 +143,133 @@ func TestEngineAutoSteeringOnAStallingMountEndsByTheDeadline(t *testing.T) {
 		t.Errorf("steering never waited on the stalled mount: %v ms per task", steeringMs)
 	}
 	t.Logf("auto through a 200 ms stall: steering ms per task %v, worst return past the deadline %v", steeringMs, worst)
+}
+
+// fuseWaiting returns a reader of the requests the kernel holds for the FUSE mount at mnt right
+// now (fusectl's `waiting`: queued for the server or being served), or skips naming why fusectl
+// cannot be read. A read the server holds counts until it is answered.
+func fuseWaiting(t *testing.T, mnt string) func() int {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	// fusectl names a connection by the kernel's dev_t (major << 20 | minor), not stat's encoding.
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	path := fmt.Sprintf("/sys/fs/fuse/connections/%d/waiting", major<<20|minor)
+	if _, err := os.ReadFile(path); err != nil {
+		t.Skipf("SKIP: fusectl cannot be read: %v", err)
+	}
+	return func() int {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(text)))
+		if err != nil {
+			t.Fatalf("%s: %q", path, text)
+		}
+		return n
+	}
+}
+
+// The side door (issue 52): a Hash whose first read the disk holds must not hold a slot started
+// beside it on the same Shards. pread on a pora-faultfs mount that holds the 4 KiB page of the
+// hash's first sample; once that read is held, a slot of 2 s with nonces to re-verify returns
+// by its deadline + 1 s (on 3ae8b57 it waited for the hash's read). Released, Hash answers what
+// it answers on the intact file.
+func TestSlotBesideAHashStuckOnAHeldReadEndsByItsDeadline(t *testing.T) {
+	spec := shardSpec{shard: 0, kvEntriesBits: 12, kvBits: 12, miner: testMiner}
+	intact := writeShard(t, t.TempDir(), spec, 52)
+	randao := bytes.Repeat([]byte{0x33}, 32)
+	opts := Options{Method: "pread", Threads: 2, Depth: 4, IgnoreProfile: true, OnIOError: "skip"}
+	// A nonce whose first sample lies past the first MiB: opening the mounted shard reads its
+	// header, and the kernel's readahead of that read must not reach the held page (the rules
+	// are in force from the mount on).
+	plain, err := Open([][]string{{intact}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want *HashRecord
+	nonce := uint64(0)
+	for ; ; nonce++ {
+		if want, err = plain.Hash(0, randao, nonce); err != nil {
+			t.Fatal(err)
+		}
+		if headerSize+want.SampleIdxs[0]*32 >= 1<<20 {
+			break
+		}
+	}
+	plain.Close()
+	page := (headerSize + want.SampleIdxs[0]*32) &^ 4095
+	m := mountFaulted(t, intact, fmt.Sprintf("hold %d %d\n", page, page+4096))
+	control := filepath.Join(filepath.Dir(filepath.Dir(m.path)), "rules")
+	waiting := fuseWaiting(t, filepath.Dir(m.path))
+	s, err := Open([][]string{{m.path}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type hashResult struct {
+		rec *HashRecord
+		err error
+	}
+	hashed := make(chan hashResult, 1)
+	go func() {
+		rec, err := s.Hash(0, randao, nonce)
+		hashed <- hashResult{rec, err}
+	}()
+	for until := time.Now().Add(20 * time.Second); waiting() == 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(until) {
+			t.Fatal("the hash's first read was not held within 20 s")
+		}
+	}
+	const slot = 2 * time.Second
+	type slotResult struct {
+		report *SlotReport
+		err    error
+		late   time.Duration
+	}
+	mined := make(chan slotResult, 1)
+	started := time.Now()
+	go func() {
+		// 1 nonce in 64 valid, every one reported: the slot re-verifies some.
+		req := SlotRequest{Randao: randao, NonceEnd: 20000, Find: FindAll, Difficulty: &Difficulty{RequiredDiff: new(big.Int).Rsh(maxUint256(), 6)}, SlotLength: slot}
+		r, err := s.MineSlot(context.Background(), req)
+		mined <- slotResult{r, err, time.Since(started) - slot}
+	}()
+	// The slot's return, or its bound long passed: the hold ends either way, so a slot the
+	// hash holds returns (late) and the failure says how late.
+	var res slotResult
+	var got bool
+	select {
+	case res = <-mined:
+		got = true
+	case <-time.After(slot + 5*time.Second):
+	}
+	if err := os.WriteFile(control, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !got {
+		res = <-mined
+	}
+	h := <-hashed
+	if res.err != nil {
+		t.Fatalf("the slot beside a held Hash: %v", res.err)
+	}
+	if res.late > time.Second {
+		t.Errorf("the slot beside a held Hash returned %v past its deadline (bound 1 s)", res.late)
+	}
+	if len(res.report.Shards[0].Found) == 0 && len(res.report.IOErrorMessages) == 0 {
+		t.Errorf("the slot re-verified no nonce (the door was not exercised): %+v", res.report.Shards[0])
+	}
+	if h.err != nil {
+		t.Fatalf("Hash once its read was released: %v", h.err)
+	}
+	if h.rec.Hash1 != want.Hash1 {
+		t.Errorf("Hash once its read was released: hash1 %s, the intact file's %s", h.rec.Hash1, want.Hash1)
+	}
+	t.Logf("Hash held on page %d: the slot beside it returned %v past its deadline, %d found", page, res.late, len(res.report.Shards[0].Found))
 }

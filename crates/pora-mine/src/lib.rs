@@ -503,7 +503,9 @@ impl Miner {
     }
 
     /// One nonce of shard `shard_idx` through the plain single-nonce path (the files opened with
-    /// the miner, one read at a time): what `pora hash` prints and a proof needs.
+    /// the miner, one read at a time): what `pora hash` prints and a proof needs. Runs on the
+    /// caller's thread and answers when the disk does; a slot running beside it is not held by
+    /// its reads (it reads through a backend of its own).
     pub fn hash(&self, shard_idx: u64, randao: &H256, nonce: u64) -> Result<NonceProof, MineError> {
         self.hash_with(shard_idx, randao, nonce, &Overlay::new())
     }
@@ -523,11 +525,16 @@ impl Miner {
             .iter()
             .position(|p| p.shard_idx == shard_idx)
             .ok_or(MineError::UnknownShard(shard_idx))?;
-        let mut guard = data
+        // A verifier of this call's own over the miner's open files: the lock is held only to
+        // fork it, never during the reads. A slot re-verifying its nonces takes the same lock
+        // without a time limit (`slot.rs`), so a read the disk holds here must not hold it.
+        let mut verifier = data
             .verifier()
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let verifier = guard.as_mut().ok_or(MineError::Busy)?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .ok_or(MineError::Busy)?
+            .fork();
         let (shard, plan, base) = (&data.shards[s], &data.plans[s], data.file_bases[s]);
         let view = overlay.for_shard(&shard.geometry)?;
         let checks = data.config.random_checks;

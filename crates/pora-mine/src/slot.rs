@@ -100,7 +100,9 @@ impl SlotData {
     }
 
     /// The verifier (`None` only while the miner is being dropped): the single-nonce path of
-    /// [`crate::Miner::hash`] reads through it between slots.
+    /// [`crate::Miner::hash`] forks it (same open files, a backend of its own) and reads
+    /// through the fork, so the lock is never held during a read but by the slot's own
+    /// verification, which hands the verifier to its thread and waits on it within a bound.
     pub fn verifier(&self) -> &Mutex<Option<Verifier>> {
         &self.verifier
     }

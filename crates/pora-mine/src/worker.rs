@@ -506,8 +506,9 @@ impl<'s> Worker<'s> {
     /// each message's chain and hash (a step taken, or a nonce started) and pushes the reads
     /// that queued. The backend so has
     /// a group's reads while the next groups are hashed: an mmap backend prefetches them, so
-    /// their cache lines arrive during that hashing instead of while the read waits (7–13%
-    /// more nonces/s on a cached shard than one push per batch, docs/BENCHMARKS.md 31).
+    /// their cache lines arrive during that hashing instead of while the read waits (5–8% more
+    /// nonces/s on a cached shard than one push per batch: medians 1.05 and 1.08, docs/BENCHMARKS.md
+    /// 31.2).
     #[inline(always)]
     fn hash_in_groups(
         &mut self,

@@ -41,12 +41,26 @@ fn fixture() -> Fixture {
     }
 }
 
+/// Reads in flight per worker in the tests below: the worker's push group (16 reads) exactly.
+const DEPTH: usize = 16;
+
 fn mine(
     fx: &Fixture,
     policy: OnIoError,
     short_read: bool,
     probability: Option<f64>,
     stats: &SimStats,
+) -> Result<SlotReport, MineError> {
+    mine_at_depth(fx, policy, short_read, probability, stats, DEPTH)
+}
+
+fn mine_at_depth(
+    fx: &Fixture,
+    policy: OnIoError,
+    short_read: bool,
+    probability: Option<f64>,
+    stats: &SimStats,
+    depth: usize,
 ) -> Result<SlotReport, MineError> {
     let sim = SimConfig {
         seed: 5,
@@ -61,7 +75,7 @@ fn mine(
         stats: stats.clone(),
         ..Default::default()
     };
-    let mut cfg = config(2, 16, NONCES);
+    let mut cfg = config(2, depth, NONCES);
     cfg.required_diff = Some(U256::MAX);
     cfg.on_io_error = policy;
     let miner = Miner::new(
@@ -146,6 +160,42 @@ fn retry_recovers_from_intermittent_errors() {
     );
     // Every reported nonce was re-verified against the real bytes by the plain path.
     assert_eq!(shard.found.len() as u64, shard.nonces_tried);
+}
+
+/// A batch of more than 16 completions is hashed and pushed in groups of 16 (`worker.rs`,
+/// `PUSH_GROUP`); at depth 24 or 40 (not a multiple of 16) a batch ends in a partial group, and
+/// the failed reads of either group are re-issued with the group they fall in. Persistent
+/// faults: each touched nonce's failed read is issued exactly 1 + MAX_RETRIES times, then the
+/// nonce is dropped, and every other nonce is found; intermittent ones: every nonce is tried or
+/// dropped, most recover.
+#[test]
+fn retries_cross_the_push_groups_at_a_depth_that_is_not_a_multiple_of_16() {
+    for depth in [24, 40] {
+        let fx = fixture();
+        let stats = SimStats::default();
+        let report = mine_at_depth(&fx, OnIoError::Retry, false, None, &stats, depth).unwrap();
+        assert_dropped_exactly_the_touched(&fx, &report);
+        assert_eq!(
+            stats.faults_injected(),
+            fx.touched.len() as u64 * (1 + u64::from(MAX_RETRIES)),
+            "depth {depth}: every failed read re-issued {MAX_RETRIES} times"
+        );
+        let stats = SimStats::default();
+        let report = mine_at_depth(&fx, OnIoError::Retry, true, Some(0.5), &stats, depth).unwrap();
+        let shard = &report.shards[0];
+        assert!(stats.faults_injected() > 0);
+        assert_eq!(
+            shard.nonces_tried + shard.io_errors,
+            NONCES.end,
+            "depth {depth}: every nonce is tried or dropped"
+        );
+        assert!(
+            shard.io_errors < fx.touched.len() as u64 / 2,
+            "depth {depth}: most intermittent errors recover: {} dropped",
+            shard.io_errors
+        );
+        assert_eq!(shard.found.len() as u64, shard.nonces_tried);
+    }
 }
 
 #[test]

@@ -27,6 +27,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Blocking threads of the runtime: one slot at a time plus a few single-nonce hashes.
 pub const MAX_BLOCKING_THREADS: usize = 4;
+/// Single-nonce hashes reading at once: the blocking threads less two, so that a slot (and a
+/// second caller told that one runs) always finds a thread however many hashes wait on a
+/// stalled disk; the hashes past these wait for a turn without holding a thread.
+pub const MAX_HASHES_AT_ONCE: usize = MAX_BLOCKING_THREADS - 2;
 
 /// Who may connect.
 #[derive(Clone, Debug, PartialEq, Eq)]

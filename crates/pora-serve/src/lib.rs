@@ -17,7 +17,9 @@
 //!   hot path gains nothing).
 //!
 //! The mining engine stays synchronous: a slot runs on one of a few blocking threads of a small
-//! tokio runtime; the HTTP side only waits for its answer.
+//! tokio runtime; the HTTP side only waits for its answer. Single-nonce hashes take at most two
+//! of those threads at once (the rest wait for a turn without one), so hashes stuck on a
+//! stalled disk never leave a slot waiting for a thread.
 
 pub mod codes;
 mod config;

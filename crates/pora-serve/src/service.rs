@@ -1,11 +1,14 @@
 //! The mining service behind the RPC methods: one opened [`Session`], at most one running slot
 //! (its stop flag is what `pora_cancel` and shutdown set), the last slot's answer, and the
 //! metrics. Slots and single-nonce hashes run on the runtime's blocking threads, so the engine
-//! stays synchronous and the HTTP side never blocks on a read.
+//! stays synchronous and the HTTP side never blocks on a read; hashes take at most
+//! [`MAX_HASHES_AT_ONCE`] of them, so a hash stuck on a stalled disk never keeps a slot waiting
+//! for a thread.
 //!
 //! Its errors are typed ([`ServiceError`]); which JSON-RPC code each becomes is the dispatch's
 //! business (`methods.rs`), so this layer knows no codes.
 
+use crate::config::MAX_HASHES_AT_ONCE;
 use crate::error::ServeError;
 use crate::metrics::Metrics;
 use pora_core::{H256, U256};
@@ -18,6 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
+use tokio::sync::Semaphore;
 
 /// Why a call of the service failed; the dispatch above turns each into its JSON-RPC code.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +97,8 @@ pub struct Service {
     state: Mutex<SlotState>,
     /// Set once, at shutdown: it stops a slot even one that was starting as it was set.
     shutdown: AtomicBool,
+    /// Turns of the hashes on the blocking threads ([`MAX_HASHES_AT_ONCE`]).
+    hash_turns: Arc<Semaphore>,
 }
 
 impl Service {
@@ -106,6 +112,7 @@ impl Service {
             started: Instant::now(),
             state: Mutex::new(SlotState::default()),
             shutdown: AtomicBool::new(false),
+            hash_turns: Arc::new(Semaphore::new(MAX_HASHES_AT_ONCE)),
         }))
     }
 
@@ -165,8 +172,9 @@ impl Service {
         self.shutdown.store(true, Ordering::SeqCst);
     }
 
-    /// One nonce through the single-nonce path, on a blocking thread: what `pora hash --json`
-    /// prints. `shard` may be left out when one shard is served.
+    /// One nonce through the single-nonce path, on a blocking thread once it has a turn (at most
+    /// [`MAX_HASHES_AT_ONCE`] read at once, the rest wait without a thread): what `pora hash
+    /// --json` prints, when the disk answers. `shard` may be left out when one shard is served.
     pub async fn hash(
         self: &Arc<Self>,
         shard: Option<u64>,
@@ -180,8 +188,11 @@ impl Service {
             (None, [only]) => *only,
             (None, _) => return Err(ServiceError::MissingShard { served }),
         };
+        let turn = (self.hash_turns.clone().acquire_owned().await)
+            .map_err(|e| ServiceError::Internal(e.to_string()))?;
         let service = self.clone();
         blocking(move || {
+            let _turn = turn;
             Ok(service
                 .session
                 .hash_record(shard, &randao, nonce, required, None)?)

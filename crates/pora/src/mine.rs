@@ -37,10 +37,10 @@ pub struct MineArgs {
     /// Slot length in seconds (no read is issued after it) [default: es-node's, 12].
     #[arg(long, value_parser = parse_slot_seconds)]
     slot: Option<Duration>,
-    /// Slots to mine, on a fixed rhythm: slot k ends k x --slot after the first began, whatever
-    /// the slots before it cost (a slot that ends early, every nonce tried, lets the next start
-    /// at once, with the time to its own deadline; one whose deadline passed before it started
-    /// is reported with nothing tried).
+    /// Slots to mine, on a fixed rhythm: slot k (from 0) ends (k + 1) x --slot after the first
+    /// began, whatever the slots before it cost (a slot that ends early, every nonce tried, lets
+    /// the next start at once, with the time to its own deadline; one whose deadline passed
+    /// before it started is reported with nothing tried).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     slots: u64,
     #[command(flatten)]

@@ -105,9 +105,12 @@ pub fn write_svg(path: &Path, charts: &[Chart]) -> anyhow::Result<()> {
         path.display()
     );
     let root = SVGBackend::new(path, (PANEL_W, PANEL_H * charts.len() as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    // plotters' errors name neither the file nor the chart: every one is given both.
+    root.fill(&WHITE)
+        .map_err(|e| anyhow!("{}: drawing the background: {e}", path.display()))?;
     for (area, chart) in root.split_evenly((charts.len(), 1)).iter().zip(charts) {
-        draw_panel(area, chart).with_context(|| format!("drawing `{}`", chart.title))?;
+        draw_panel(area, chart)
+            .with_context(|| format!("{}: drawing `{}`", path.display(), chart.title))?;
     }
     root.present()
         .map_err(|e| anyhow!("writing {}: {e}", path.display()))
@@ -322,7 +325,18 @@ mod tests {
             }],
             None,
         );
-        assert!(write_svg(&dir.path().join("e.svg"), &[empty]).is_err());
+        let path = dir.path().join("e.svg");
+        let err = write_svg(&path, &[empty]).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+    }
+
+    /// A file that cannot be written: the error names it.
+    #[test]
+    fn an_unwritable_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no-such-dir").join("t.svg");
+        let err = format!("{:#}", write_svg(&path, &demo()).unwrap_err());
+        assert!(err.contains(&path.display().to_string()), "{err}");
     }
 
     #[test]

@@ -784,3 +784,130 @@ fn serve_answers_by_the_callers_deadline_while_steering_waits_on_a_stalling_moun
         "pora_mineSlot, auto through a 200 ms stall: steering ms per call {steering_ms:?}, worst answer past the caller's deadline {worst:+.3} s"
     );
 }
+
+/// The byte range of the 4 KiB page holding the first sample nonce `nonce` of `randao` reads on
+/// the intact shard at `intact`: a `hold` there holds the single-nonce path's first read.
+fn first_sample_page(intact: &Path, randao: [u8; 32], nonce: u64) -> (u64, u64) {
+    let shard = pora_core::ShardSet::open(&[intact.to_path_buf()], None).unwrap();
+    let proof = pora_mine::hash_nonce(&shard, None, 2, &pora_core::H256(randao), nonce).unwrap();
+    let offset = shard.locate(proof.sample_idxs[0]).unwrap().offset;
+    let page = offset & !4095;
+    (page, page + 4096)
+}
+
+/// A slot beside `hashes` `pora_hash` calls stuck on held reads, through `pora serve`
+/// (`pread`): nonces 5, 6, ... whose first samples lie in distinct 4 KiB pages, those pages held
+/// once the shard is open; once `held` reads are held, a `pora_mineSlot` of 2 s that finds nonces
+/// to re-verify (1 in 64) is sent. The hold ends at the slot's answer or 5 s past its deadline,
+/// so a slot the hashes hold answers late and the failure says how late. Asserted: the slot
+/// answered by its deadline + 1 s on this test's clock, it re-verified nonces (valid on the
+/// intact file), and each hash, released, answers the intact shard's hash1.
+fn slot_beside_stuck_hashes(setup: &StallSetup, tag: &str, hashes: usize, held: u64) {
+    let (dir, intact) = (&setup.dir, &setup.intact);
+    let randao = [0x22u8; 32];
+    let mut nonces: Vec<(u64, (u64, u64))> = Vec::new();
+    for nonce in 5.. {
+        let page = first_sample_page(intact, randao, nonce);
+        if nonces.iter().all(|(_, p)| *p != page) {
+            nonces.push((nonce, page));
+        }
+        if nonces.len() == hashes {
+            break;
+        }
+    }
+    let fs = mount(dir.path(), intact, tag, MountOptions::default());
+    fs.set_rules("").unwrap();
+    let (served, addr) = serve_mounted(&fs, dir.path(), tag, "pread");
+    // Held only now that the shard is open: opening reads the header, and the kernel's readahead
+    // of that read must not take a held page into the cache.
+    let rules: String = nonces
+        .iter()
+        .map(|(_, (start, end))| format!("hold {start} {end}\n"))
+        .collect();
+    fs.set_rules(&rules).unwrap();
+    let agent = http_agent(Duration::from_secs(120));
+    const SLOT_MS: u64 = 2000;
+    let (agent, addr) = (&agent, addr.as_str());
+    let (hash_answers, slot_late, slot_answer) = std::thread::scope(|scope| {
+        let hashed: Vec<_> = nonces
+            .iter()
+            .map(|&(nonce, _)| {
+                scope.spawn(move || {
+                    let params = serde_json::json!({ "randao": RANDAO, "nonce": nonce });
+                    rpc_call(agent, addr, nonce, "pora_hash", &params).1
+                })
+            })
+            .collect();
+        fs.wait_for(|c| c.held_now >= held, Duration::from_secs(20))
+            .expect("the hashes' first reads held");
+        let sent = Instant::now();
+        let mined = scope.spawn(move || {
+            let params = serde_json::json!({
+                "randao": RANDAO, "nonceStart": 0, "nonceEnd": 20000, "requiredDiff": EASY_DIFF,
+                "slotMs": SLOT_MS, "find": "all"
+            });
+            let answer = rpc_call(agent, addr, 0, "pora_mineSlot", &params).1;
+            (sent.elapsed().as_secs_f64(), answer)
+        });
+        let bound = Duration::from_millis(SLOT_MS) + Duration::from_secs(5);
+        while !mined.is_finished() && sent.elapsed() < bound {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        fs.set_rules("").unwrap();
+        let (late, slot) = mined.join().unwrap();
+        let hashes: Vec<Value> = hashed.into_iter().map(|h| h.join().unwrap()).collect();
+        (hashes, late - SLOT_MS as f64 / 1e3, slot)
+    });
+    served.signal(libc::SIGTERM);
+    let done = served.finish(Duration::from_secs(60));
+    done.assert_no_signal(tag);
+    let shard = &slot_answer["result"]["shards"][0];
+    assert!(
+        slot_late <= 1.0,
+        "{tag}: the slot beside {hashes} held pora_hash calls answered {slot_late:.3} s past the caller's deadline: {slot_answer}"
+    );
+    assert!(
+        shard["found"].as_array().is_some_and(|f| !f.is_empty())
+            || !slot_answer["result"]["ioErrorMessages"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+        "{tag}: the slot verified no candidate (the door was not exercised): {slot_answer}"
+    );
+    assert_found_are_valid(shard, intact, EASY_DIFF, 2);
+    for ((nonce, _), answer) in nonces.iter().zip(&hash_answers) {
+        let (want, _) = hash_nonce(intact, RANDAO, *nonce, EASY_DIFF);
+        assert_eq!(
+            answer["result"]["hash1"].as_str(),
+            Some(want.as_str()),
+            "{tag}: nonce {nonce}'s hash once its read was released: {answer}"
+        );
+    }
+    skip_note!(
+        "{tag}: {hashes} pora_hash held on pages {:?}: the slot beside them answered {slot_late:+.3} s past its deadline, found {}",
+        nonces.iter().map(|(_, (p, _))| *p).collect::<Vec<_>>(),
+        shard["found"].as_array().map_or(0, Vec::len)
+    );
+}
+
+/// The side door: a `pora_hash` whose first read the disk holds must not hold a slot started
+/// beside it (`Miner::hash` held the verifier's lock through its reads, and a slot re-verifying
+/// its nonces takes that lock: on 3ae8b57 a 3 s slot answered after 39.3 s with a 40 s hold).
+#[test]
+fn serve_slot_beside_a_hash_stuck_on_a_held_read_ends_by_its_deadline() {
+    let Some(setup) = stall_setup("stalls, pora_hash beside pora_mineSlot") else {
+        return;
+    };
+    slot_beside_stuck_hashes(&setup, "side-door", 1, 1);
+}
+
+/// More stuck hashes than the service has blocking threads (4): the hashes read at most 2 at a
+/// time (`MAX_HASHES_AT_ONCE`), so the slot still finds a thread; once the 2 that read are held
+/// the slot is sent. Before the turns, 4 hashes took every thread and the slot waited for one.
+#[test]
+fn serve_slot_beside_more_stuck_hashes_than_threads_ends_by_its_deadline() {
+    let Some(setup) = stall_setup("stalls, 4 pora_hash beside pora_mineSlot") else {
+        return;
+    };
+    slot_beside_stuck_hashes(&setup, "side-door-4", 4, 2);
+}

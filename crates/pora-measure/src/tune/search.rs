@@ -187,7 +187,7 @@ pub fn sweep(
 ) -> Sweep {
     let mut arms: Vec<ArmStats> = Vec::new();
     let mut spent = 0.0;
-    let over = |spent: f64| spent + plan.trial_sec > plan.budget_sec;
+    let over = |spent: f64| no_room(plan, spent);
     'lines: for line in lines {
         let mut line_best = 0.0f64;
         let mut stale = 0;
@@ -251,21 +251,13 @@ pub fn sweep(
         if next.is_empty() {
             break;
         }
-        for i in next {
-            if over(spent) {
-                return Sweep {
-                    arms,
-                    interrupted: false,
-                    spent_sec: spent,
-                };
-            }
-            if !one_more_trial(&mut arms[i], plan, runner, &mut spent, progress) {
-                return Sweep {
-                    arms,
-                    interrupted: true,
-                    spent_sec: spent,
-                };
-            }
+        if let Some(interrupted) = more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
+        {
+            return Sweep {
+                arms,
+                interrupted,
+                spent_sec: spent,
+            };
         }
     }
     // The rounds are over with budget left, and the knee's trials may still vary too much to be
@@ -291,21 +283,13 @@ pub fn sweep(
         if next.is_empty() {
             break;
         }
-        for i in next {
-            if over(spent) {
-                return Sweep {
-                    arms,
-                    interrupted: false,
-                    spent_sec: spent,
-                };
-            }
-            if !one_more_trial(&mut arms[i], plan, runner, &mut spent, progress) {
-                return Sweep {
-                    arms,
-                    interrupted: true,
-                    spent_sec: spent,
-                };
-            }
+        if let Some(interrupted) = more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
+        {
+            return Sweep {
+                arms,
+                interrupted,
+                spent_sec: spent,
+            };
         }
     }
     Sweep {
@@ -313,6 +297,33 @@ pub fn sweep(
         interrupted: false,
         spent_sec: spent,
     }
+}
+
+/// Whether the budget has no room for another trial after `spent` seconds.
+fn no_room(plan: &SweepPlan, spent: f64) -> bool {
+    spent + plan.trial_sec > plan.budget_sec
+}
+
+/// One more trial of each arm of `next`, in turn, while the budget lasts. `Some(interrupted)`
+/// when the sweep must end now: the budget has no room for another trial (`false`), or the
+/// run was interrupted (`true`); `None` when every arm had its trial.
+fn more_trials(
+    arms: &mut [ArmStats],
+    next: &[usize],
+    plan: &SweepPlan,
+    runner: &mut dyn TrialRunner,
+    spent: &mut f64,
+    progress: &mut dyn FnMut(&ArmStats, f64),
+) -> Option<bool> {
+    for &i in next {
+        if no_room(plan, *spent) {
+            return Some(false);
+        }
+        if !one_more_trial(&mut arms[i], plan, runner, spent, progress) {
+            return Some(true);
+        }
+    }
+    None
 }
 
 /// Runs one more trial of `stats` and reports it to `progress`; an arm that fails is dropped

@@ -164,12 +164,19 @@ fn four_shard_files_are_four_shards_sharing_the_device() {
         pora_mine::RANDOM_CHECKS,
         pora_mine::SLOT_LENGTH.as_secs_f64(),
     );
+    // es-node's slot, worked by hand: 2^20 nonces x 2 samples in 12 s.
+    assert!((required - 174_762.666_7).abs() < 0.01, "{required}");
     let p = Prediction::new(&out, input.shards.len(), required);
     assert_eq!(p.shards, 4);
-    let per_shard = device_rate / 4.0 / required;
+    // Four shards share the device: together they are given what it reads (the simulated disk is
+    // far below es-node's need, so nothing is clamped).
+    assert!(device_rate < 4.0 * 174_762.666_7, "{device_rate}");
+    let shared = p.power * 4.0 * 174_762.666_7;
+    // What each of the four gets, by hand: the device's rate over 4 x es-node's need.
+    let per_shard = device_rate / (4.0 * 174_762.666_7);
     assert!(
-        (p.power - per_shard).abs() <= 1e-9 * per_shard.max(1.0),
-        "{}",
+        (shared - device_rate).abs() <= 1e-6 * device_rate,
+        "power {} x 4 shards x 174762.67 samples/s = {shared}, the device reads {device_rate}",
         p.power
     );
     assert_eq!(make_profile(&out, &c, &p, &files).shards, 4);
@@ -227,4 +234,24 @@ fn the_memory_note_counts_the_cgroup_limit() {
         note.contains("18432 MiB") && !note.contains("cgroup"),
         "{note}"
     );
+}
+
+/// The predicted power, worked by hand for a device reading 349,525.33 samples/s (twice what one
+/// es-node shard needs, 2^20 nonces x 2 samples / 12 s = 174,762.67): two shards get all they
+/// need, four get half, eight a quarter; one shard alone is capped at full power, not 2; no
+/// shards count as one, and a need of nothing is met.
+#[test]
+fn predicted_power_is_the_share_of_the_device_each_shard_needs_worked_by_hand() {
+    let need = search::required_samples_per_sec(1 << 20, 2, 12.0);
+    assert!((need - 174_762.666_7).abs() < 0.01, "{need}");
+    let device = 349_525.333_3;
+    for (shards, want) in [(1, 1.0), (2, 1.0), (4, 0.5), (8, 0.25), (0, 1.0)] {
+        let got = search::predicted_power(device, shards, need);
+        assert!(
+            (got - want).abs() < 1e-6,
+            "{shards} shards: {got}, want {want}"
+        );
+    }
+    assert_eq!(search::predicted_power(0.0, 4, need), 0.0);
+    assert_eq!(search::predicted_power(1000.0, 4, 0.0), 1.0);
 }

@@ -2,7 +2,9 @@
 //! path that earns the most mining power — now and once the page cache has settled — from what
 //! is observed (the shard's share in the page cache, the memory it can grow into) and what
 //! earlier slots measured (the device's reads/s per path, the CPU per sample); after the slot,
-//! learn from what it achieved. Pure logic: the session gathers the facts and switches.
+//! learn from what it achieved. Pure logic (this file and `model.rs`): the session gathers the
+//! facts and switches. `probe.rs` is the part that reads the device: it opens a path the model
+//! has no rate for and reads it for a few tens of ms on threads of its own, in the slot's time.
 //!
 //! A decision never changes a slot's results, only its speed: the same nonces are tried and
 //! verified whatever path reads them.

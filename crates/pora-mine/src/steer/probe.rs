@@ -305,19 +305,32 @@ mod tests {
         assert!(per_candidate(2, now, now).is_zero());
     }
 
-    /// A candidate that cannot open is reported, not fatal; the probe ends by `until`.
+    /// A candidate that cannot open is reported, not fatal: each candidate gets its own answer,
+    /// in order, and the error is the operating system's for the file named (ENOENT for a path
+    /// that does not exist), not a generic failure; the probe returns at once, long before
+    /// `until`.
     #[test]
     fn a_candidate_that_does_not_open_is_named() {
-        let missing = vec![PathBuf::from("/nonexistent/pora-probe/shard.dat")];
-        let until = Instant::now() + Duration::from_millis(20);
+        let path = "/nonexistent/pora-probe/shard.dat";
+        let missing = vec![PathBuf::from(path)];
+        let called = Instant::now();
+        let until = called + Duration::from_secs(5);
         let got = probe_candidates(
             &missing,
             &IoConfig::default(),
-            &[candidate(ReadPath::Buffered)],
+            &[candidate(ReadPath::Buffered), candidate(ReadPath::Direct)],
             PROBE_PER_CANDIDATE,
             until,
         );
-        assert_eq!(got.len(), 1);
-        assert!(got[0].reads_per_sec.is_err(), "{got:?}");
+        assert!(called.elapsed() < Duration::from_secs(1), "{got:?}");
+        let paths: Vec<ReadPath> = got.iter().map(|p| p.candidate.path).collect();
+        assert_eq!(paths, [ReadPath::Buffered, ReadPath::Direct]);
+        // ENOENT's text where the OS's error numbers are POSIX's.
+        let enoent = std::io::Error::from_raw_os_error(2).to_string();
+        for probed in &got {
+            let why = probed.reads_per_sec.as_ref().expect_err("no file to read");
+            assert!(why.contains(path), "{why}");
+            assert!(!cfg!(unix) || why.contains(&enoent), "{why}");
+        }
     }
 }

@@ -1,7 +1,8 @@
 // es-node stand-in, package encoder (ethstorage/encoder/encoder.go) and the chunk coding of
 // ethstorage/data_shard.go that calls it, as es-node v0.2.10 has them from docs/es-node.md's
-// facts (no es-node code). Lines between "pora hook begin" and "pora hook end" are the encoder
-// hook, counted on its own (encoder_hook_test.go), apart from the mining hook's blocks.
+// facts (no es-node code), with the encoder block's call in its older form (esnode.Mask). The block
+// as pora-esnode applies it (esnode.EncodeMask) is in esnode/hook/blocks.go and is tested on the
+// es-node-shaped tree (esnode/hook/testdata/es-node).
 //
 // es-node's own mask code, which runs when the hook does not answer, is stood in for by
 // esNodeOwnEncode: a slow reference that does not share this process's library or kernel.
@@ -18,18 +19,14 @@ import (
 
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 
-	// pora hook begin: ethstorage/encoder/encoder.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	// pora hook end
 )
 
 // Encode is es-node's encoder.Encode: the mask of size bytes for the raw encode key hash.
 func Encode(hash common.Hash, size int) ([]byte, error) {
-	// pora hook begin: ethstorage/encoder/encoder.go, top of Encode
 	if mask, ok := esnode.Mask(hash, size); ok {
 		return mask, nil
 	}
-	// pora hook end
 	return esNodeOwnEncode(hash, size)
 }
 

@@ -2,7 +2,8 @@
 // urfave/cli v1 flags defined there (a name constant, a flag in CLIFlags with an environment
 // variable from minerEnv, a CLIConfig field read in ReadCLIConfig, copied into Config by
 // ToMinerConfig); --miner.pora is added the same way. internal/cli stands in for urfave/cli v1.
-// Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
+// The calls into the adapter are the
+// hook's older form; the hook pora-esnode applies is tested on esnode/hook/testdata/es-node.
 package esnode_test
 
 import (
@@ -14,9 +15,7 @@ import (
 
 const (
 	ThreadsPerShardFlagName = "miner.threads-per-shard"
-	// pora hook begin: ethstorage/miner/cli.go, flag names
-	PoraFlagName = "miner.pora"
-	// pora hook end
+	PoraFlagName            = "miner.pora"
 )
 
 // minerEnv is the environment variable of a miner flag (the prefix is the stand-in's).
@@ -29,38 +28,30 @@ func CLIFlags() []cli.Flag {
 			Usage:  "Storage mining enabled",
 			EnvVar: minerEnv("ENABLED"),
 		},
-		// pora hook begin: ethstorage/miner/cli.go, CLIFlags
 		cli.BoolFlag{
 			Name:   PoraFlagName,
 			Usage:  "Mine with pora (tasks read the shard files at the device's limit)",
 			EnvVar: minerEnv("PORA"),
 		},
-		// pora hook end
 	}
 }
 
 type CLIConfig struct {
 	Enabled bool
-	// pora hook begin: ethstorage/miner/cli.go, CLIConfig
-	Pora bool
-	// pora hook end
+	Pora    bool
 }
 
 func ReadCLIConfig(ctx *cli.Context) CLIConfig {
 	cfg := CLIConfig{
 		Enabled: ctx.GlobalBool("miner.enabled"),
-		// pora hook begin: ethstorage/miner/cli.go, ReadCLIConfig
-		Pora: ctx.GlobalBool(PoraFlagName),
-		// pora hook end
+		Pora:    ctx.GlobalBool(PoraFlagName),
 	}
 	return cfg
 }
 
 func (c CLIConfig) ToMinerConfig() (Config, error) {
 	cfg := DefaultConfig
-	// pora hook begin: ethstorage/miner/cli.go, ToMinerConfig
 	cfg.Pora = c.Pora
-	// pora hook end
 	return cfg, nil
 }
 

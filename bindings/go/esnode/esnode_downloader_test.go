@@ -2,8 +2,8 @@
 // v0.2.10's are described in docs/es-node.md, written here from that description (no es-node
 // code). BlobMemCache keys blocks by number and answers lookups in map order;
 // BlobDiskCache keeps the bytes in a store whose reads the tests count, a KV lookup to its most
-// recent copy, and a Cleanup by finalized block. Lines between "pora hook begin" and "pora hook
-// end" are the hook: what es-node adds to its files (hook_test.go counts them).
+// recent copy, and a Cleanup by finalized block. The calls into the adapter are the
+// hook's older form; the hook pora-esnode applies is tested on esnode/hook/testdata/es-node.
 package esnode_test
 
 import (
@@ -38,9 +38,7 @@ type BlobCache interface {
 	GetSampleData(idx uint64, sampleIdx uint64) []byte
 	Cleanup(finalized uint64)
 	Close() error
-	// pora hook begin: ethstorage/downloader/downloader.go, the BlobCache interface
 	VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64))
-	// pora hook end
 }
 
 // BlobMemCache is the memory cache (es-node v0.2.10 uses it in tests only).
@@ -114,7 +112,6 @@ func (c *BlobMemCache) Cleanup(finalized uint64) {
 
 func (c *BlobMemCache) Close() error { return nil }
 
-// pora hook begin: ethstorage/downloader/blob_mem_cache.go, a new method
 func (c *BlobMemCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -124,8 +121,6 @@ func (c *BlobMemCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, block
 		}
 	}
 }
-
-// pora hook end
 
 // countingStore stands in for the billy database under <datadir>/cached_blobs: items by id,
 // every read counted (bytes and reads by id) so a test sees exactly what was read.
@@ -251,9 +246,7 @@ func (c *BlobDiskCache) Cleanup(finalized uint64) {
 	for number, block := range c.blockLookup {
 		if number <= finalized {
 			for _, blob := range block.blobs {
-				// pora hook begin: ethstorage/downloader/blob_disk_cache.go, Cleanup: the existing kvIndex guard, changed
 				if blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {
-					// pora hook end
 					delete(c.kvIndexLookup, blob.kvIndex.Uint64())
 				}
 				c.store.Delete(blob.dataId)
@@ -265,7 +258,6 @@ func (c *BlobDiskCache) Cleanup(finalized uint64) {
 
 func (c *BlobDiskCache) Close() error { return nil }
 
-// pora hook begin: ethstorage/downloader/blob_disk_cache.go, a new method
 func (c *BlobDiskCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, blockNumber uint64)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -277,5 +269,3 @@ func (c *BlobDiskCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, bloc
 		}
 	}
 }
-
-// pora hook end

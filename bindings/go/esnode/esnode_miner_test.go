@@ -1,24 +1,20 @@
 // es-node stand-in, package miner (ethstorage/miner/miner.go and config.go): miner.Miner around
 // its worker (receiver name `miner`, as es-node's methods have it), the DataReader it mines
 // through, and the Config fields the worker reads, as es-node v0.2.10's are described in
-// docs/es-node.md ("The stand-in"). Lines between "pora hook begin" and "pora hook end" are the
-// hook (hook_test.go).
+// docs/es-node.md ("The stand-in"). The calls into the adapter are the
+// hook's older form; the hook pora-esnode applies is tested on esnode/hook/testdata/es-node.
 package esnode_test
 
 import (
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 
-	// pora hook begin: ethstorage/miner/miner.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	// pora hook end
 )
 
 // Config is miner.Config's fields the worker reads (config.go).
 type Config struct {
 	RandomChecks, NonceLimit, Slot, ThreadsPerShard uint64
-	// pora hook begin: ethstorage/miner/config.go, Config
-	Pora bool
-	// pora hook end
+	Pora                                            bool
 }
 
 // DefaultConfig is config.go's defaults for those fields.
@@ -46,7 +42,4 @@ func (miner *Miner) Close() {
 	miner.worker.close()
 }
 
-// pora hook begin: ethstorage/miner/miner.go, a new method
 func (miner *Miner) UsePora(p *esnode.Miner[common.Hash]) { miner.worker.pora = p }
-
-// pora hook end

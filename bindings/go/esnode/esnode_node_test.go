@@ -3,14 +3,13 @@
 // adapter and hands it to the miner. es-node's node.go does not import go-ethereum's common, so
 // this file imports it only inside the hook (the adapter's hash type, common.Hash, is named
 // there: Go does not infer it from the blob cache's interface type).
-// Lines between "pora hook begin" and "pora hook end" are the hook (hook_test.go).
+// The calls into the adapter are the
+// hook's older form; the hook pora-esnode applies is tested on esnode/hook/testdata/es-node.
 package esnode_test
 
 import (
-	// pora hook begin: ethstorage/node/node.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
-	// pora hook end
 )
 
 // EsNode is node.EsNode's fields that initMiner touches.
@@ -22,7 +21,6 @@ type EsNode struct {
 
 func (n *EsNode) initMiner(cfg *NodeConfig) error {
 	n.miner = &Miner{worker: newWorker(*cfg.Mining, n.storageManager, &BlobReader{cr: n.blobCache, sm: n.storageManager})}
-	// pora hook begin: ethstorage/node/node.go, initMiner after miner.New
 	if cfg.Mining.Pora {
 		p, err := esnode.New[common.Hash](esnode.Config{Files: cfg.Storage.Filenames, Miner: cfg.Storage.Miner,
 			KvEntriesBits: n.storageManager.KvEntriesBits(), RandomChecks: cfg.Mining.RandomChecks,
@@ -32,6 +30,5 @@ func (n *EsNode) initMiner(cfg *NodeConfig) error {
 		}
 		n.miner.UsePora(p)
 	}
-	// pora hook end
 	return nil
 }

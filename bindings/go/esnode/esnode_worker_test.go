@@ -4,8 +4,8 @@
 // entry per shard in newWorker and is never written as a map again: thread 0 writes the entry's
 // fields through its pointer. Each shard's threads run on their own goroutines, and shards mine
 // at the same time (runHeads). The found-nonce path keeps what a proof needs (the samples read
-// again) and stops before the prover. Lines between "pora hook begin" and "pora hook end" are the
-// hook (hook_test.go).
+// again) and stops before the prover. The calls into the adapter are the
+// hook's older form; the hook pora-esnode applies is tested on esnode/hook/testdata/es-node.
 package esnode_test
 
 import (
@@ -19,9 +19,7 @@ import (
 	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 	"github.com/pora-miner/pora/bindings/go/internal/keccak"
 
-	// pora hook begin: ethstorage/miner/worker.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	// pora hook end
 )
 
 type task struct {
@@ -57,9 +55,7 @@ type worker struct {
 	resultMap    map[uint64]*result
 	miningStates map[uint64]*MiningState
 	running      int32
-	// pora hook begin: ethstorage/miner/worker.go, worker fields
-	pora *esnode.Miner[common.Hash]
-	// pora hook end
+	pora         *esnode.Miner[common.Hash]
 }
 
 // newWorker makes the worker and the one mining-state entry of each shard the storage manager
@@ -78,9 +74,7 @@ func (w *worker) isRunning() bool { return atomic.LoadInt32(&w.running) == 1 }
 
 // close runs when the miner closes, after every task loop returned.
 func (w *worker) close() {
-	// pora hook begin: ethstorage/miner/worker.go, close
 	w.pora.Close() // nil when pora is not enabled: closes nothing
-	// pora hook end
 }
 
 // assignTasks splits [0, NonceLimit) into ThreadsPerShard segments (the last takes the rest) and
@@ -155,7 +149,6 @@ func firstErr(a, b error) error {
 
 // mineTask is es-node's loop over the item's nonces, with the hook at its top.
 func (w *worker) mineTask(t *taskItem) (bool, error) {
-	// pora hook begin: ethstorage/miner/worker.go, the top of mineTask
 	if w.pora != nil {
 		res, err := w.pora.MineTask(esnode.Task{Miner: t.miner, ShardIdx: t.shardIdx, RequiredDiff: t.requiredDiff, BlockNumber: t.blockNumber,
 			MixHash: t.mixHash, NonceStart: t.nonceStart, NonceEnd: t.nonceEnd, Thread: t.thread, State: (*esnode.MiningState)(w.miningStates[t.shardIdx])})
@@ -164,7 +157,6 @@ func (w *worker) mineTask(t *taskItem) (bool, error) {
 		}
 		t.nonceStart, t.nonceEnd = res.NonceStart, res.NonceEnd // es-node's loop below re-checks pora's nonce, proves and submits it
 	}
-	// pora hook end
 	startTime := time.Now()
 	nonce := t.nonceStart
 	for w.isRunning() {

@@ -250,8 +250,21 @@ func setState(files map[string]*file, set Set) (state, error) {
 // norm collapses runs of white space, so a line matches whatever alignment gofmt gave it.
 func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// scope is the block's scope as a half-open range of line indices.
+// scope is the block's scope as a half-open range of line indices. A block placed after its
+// scope's last line (a new method after a function) is looked for in the lines after it too.
 func (f *file) scope(b Block) (lo, hi int, err error) {
+	lo, hi, err = f.declRange(b)
+	if err == nil && b.Anchor == "" && b.Offset > 0 {
+		hi += len(b.Lines) + 1
+		if hi > len(f.lines) {
+			hi = len(f.lines)
+		}
+	}
+	return lo, hi, err
+}
+
+// declRange is the lines of the block's scope, as a half-open range of line indices.
+func (f *file) declRange(b Block) (lo, hi int, err error) {
 	fset := token.NewFileSet()
 	tree, err := parser.ParseFile(fset, f.name, f.text(), parser.ParseComments)
 	if err != nil {
@@ -323,6 +336,15 @@ func recvName(fd *ast.FuncDecl) string {
 // to the line after its last (blank lines inside the block may or may not have been kept).
 func (f *file) find(b Block, lo, hi int) (from, to int, ok bool) {
 	want := nonBlank(b.Lines)
+	if b.Scope == "import" {
+		// gofmt sorts each import line into place: each must be in the list, anywhere.
+		for _, w := range want {
+			if f.lineIn(w, lo, hi) < 0 {
+				return 0, 0, false
+			}
+		}
+		return lo, hi, true
+	}
 	for i := lo; i < hi; i++ {
 		if norm(f.lines[i]) != want[0] {
 			continue
@@ -344,6 +366,16 @@ func (f *file) find(b Block, lo, hi int) (from, to int, ok bool) {
 	return 0, 0, false
 }
 
+// lineIn is the index of the line (white space collapsed) in [lo, hi), or -1.
+func (f *file) lineIn(want string, lo, hi int) int {
+	for i := lo; i < hi; i++ {
+		if norm(f.lines[i]) == want {
+			return i
+		}
+	}
+	return -1
+}
+
 func nonBlank(lines []string) []string {
 	var out []string
 	for _, l := range lines {
@@ -361,7 +393,8 @@ func (f *file) anchor(b Block) (int, error) {
 		return 0, err
 	}
 	if b.Anchor == "" {
-		return hi - 1, nil
+		_, end, err := f.declRange(b)
+		return end - 1, err
 	}
 	want := norm(b.Anchor)
 	at, n := -1, 0
@@ -409,6 +442,13 @@ func (f *file) remove(b Block) error {
 	from, to, ok := f.find(b, lo, hi)
 	if !ok {
 		return &shapeError{f.name, "the block at " + b.Place + " is not there to take out"}
+	}
+	if b.Scope == "import" {
+		for _, w := range nonBlank(b.Lines) {
+			f.splice(f.lineIn(w, lo, hi), 1, nil)
+			hi--
+		}
+		return nil
 	}
 	if b.Replace {
 		f.splice(from, to-from, []string{b.Anchor})

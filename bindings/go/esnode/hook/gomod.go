@@ -13,8 +13,11 @@ import (
 const goModText = "module github.com/pora-miner/pora/bindings/go\n\ngo 1.19\n"
 
 // GoModSum is the h1: hash go.sum records for pora's go.mod.
-func GoModSum() string {
-	file := sha256.Sum256([]byte(goModText))
+func GoModSum() string { return GoModSumOf([]byte(goModText)) }
+
+// GoModSumOf is the h1: hash go.sum records for a module whose go.mod is raw.
+func GoModSumOf(raw []byte) string {
+	file := sha256.Sum256(raw)
 	summary := sha256.Sum256([]byte(fmt.Sprintf("%x  go.mod\n", file)))
 	return "h1:" + base64.StdEncoding.EncodeToString(summary[:])
 }

@@ -1,3 +1,6 @@
+// Stand-in for es-node's ethstorage/downloader/blob_disk_cache.go: the disk blob cache a node
+// uses, with es-node v0.2.10's Cleanup (its kvIndex guard is what apply -cleanup-fix changes).
+
 package downloader
 
 import (

@@ -1,3 +1,6 @@
+// Stand-in for es-node's ethstorage/downloader/blob_mem_cache.go: the memory blob cache (es-node
+// uses it in tests), blocks by number, lookups in map order. It has no VisitKVs: the hook adds none.
+
 package downloader
 
 import (

@@ -1,3 +1,5 @@
+// Stand-in for es-node's ethstorage/miner/algorithm.go: hashimoto and initHash.
+
 package miner
 
 import (

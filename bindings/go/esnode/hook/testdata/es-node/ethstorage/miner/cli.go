@@ -1,3 +1,6 @@
+// Stand-in for es-node's ethstorage/miner/cli.go: the miner's flags (urfave/cli v1), the
+// CLIConfig they fill and its copy into Config, grouped and ordered as es-node's.
+
 package miner
 
 import (

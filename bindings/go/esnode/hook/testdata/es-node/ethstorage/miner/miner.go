@@ -1,3 +1,6 @@
+// Stand-in for es-node's ethstorage/miner/miner.go: Miner around its worker (receiver `miner`),
+// and the DataReader the worker samples through.
+
 package miner
 
 import (

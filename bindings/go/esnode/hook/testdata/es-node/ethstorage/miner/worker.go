@@ -1,3 +1,7 @@
+// Stand-in for es-node's ethstorage/miner/worker.go: the task split, mineTask's loop with the
+// lines it logs (messages and keys as es-node v0.2.10's), the mining state thread 0 writes
+// through the entry newWorker made, close, and the found-nonce path up to the prover.
+
 package miner
 
 import (

@@ -1,3 +1,6 @@
+// Stand-in for es-node's ethstorage/node/node.go: the node and initMiner, which builds the blob
+// reader over the cache and the storage manager, then the miner (es-node v0.2.10's order).
+
 package node
 
 import (

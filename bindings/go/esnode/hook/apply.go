@@ -24,7 +24,7 @@ import (
 	"strings"
 )
 
-// Module says how es-node's go.mod reaches pora's module.
+// ModuleSource says how es-node's go.mod reaches pora's module.
 type ModuleSource struct {
 	// Version and Sum are a released version and its go.sum hash of the module's zip
 	// ("h1:..."): go.mod gets a require line and go.sum the module's two lines.
@@ -43,7 +43,7 @@ type Change struct {
 // Result is what a run would change.
 type Result struct {
 	Changes []Change
-	// Applied are the sets the tree holds already (apply) or held (revert).
+	// Already are the sets the tree holds already (apply) or held before the revert.
 	Already []Set
 }
 
@@ -296,7 +296,7 @@ func (f *file) declRange(b Block) (lo, hi int, err error) {
 				}
 			}
 		}
-		return 0, 0, &shapeError{f.name, "no type " + name}
+		return 0, 0, &shapeError{f.name, "no type " + name + " (es-node v0.2.10 has it), where the block goes (" + b.Place + ")"}
 	case "func":
 		recv, fn, isMethod := strings.Cut(name, ".")
 		if !isMethod {
@@ -309,7 +309,8 @@ func (f *file) declRange(b Block) (lo, hi int, err error) {
 			}
 		}
 		if len(found) != 1 {
-			return 0, 0, &shapeError{f.name, fmt.Sprintf("%d functions %s, want one", len(found), name)}
+			return 0, 0, &shapeError{f.name, fmt.Sprintf("%d functions %s (es-node v0.2.10 has one), "+
+				"where the block goes (%s)", len(found), name, b.Place)}
 		}
 		lo, hi := lines(found[0].Pos(), found[0].End())
 		return lo, hi, nil
@@ -468,7 +469,8 @@ func (f *file) splice(at, del int, add []string) {
 	f.lines = append(out, f.lines[at+del:]...)
 }
 
-// requireLine and replaceLine are what go.mod gets.
+// modLines matches the lines apply appends to go.mod (a require, and a replace with -pora-dir);
+// sumPrefix starts go.sum's lines of pora's module.
 var (
 	modLines = regexp.MustCompile(`\n\nrequire ` + regexp.QuoteMeta(Module) + ` \S+\n(replace ` +
 		regexp.QuoteMeta(Module) + ` => .*\n)?$`)

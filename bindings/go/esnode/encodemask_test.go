@@ -1,3 +1,5 @@
+//go:build cgo
+
 // The encoder block's call, esnode.EncodeMask: on by default, it answers with pora's mask and
 // says once which kernel it runs; PORA_ENCODE=off sends every call to es-node's own code; a
 // value pora does not know, of PORA_ENCODE or of PORA_ENCODE_ARITH, is an error naming the

@@ -2,6 +2,7 @@
 // This is the one source of the hook: the tool applies these blocks, and docs/es-node.md shows
 // them (bindings/go/esnode's TestHookSizeAndDoc and TestEncoderBlockSizeAndDoc fail when the page
 // shows anything else).
+
 package hook
 
 // Set is a group of blocks applied together.

@@ -1,5 +1,6 @@
 // A unified diff of one change, for pora-esnode's dry run (-n). The standard library has none;
 // files here are a few hundred lines, so a longest-common-subsequence table is small enough.
+
 package hook
 
 import (

@@ -1,6 +1,7 @@
 // go.sum's line for pora's go.mod: "h1:" and the base64 SHA-256 of the one-line summary
 // "<sha256 hex>  go.mod\n" (golang.org/x/mod's dirhash.Hash1 over the single file go.mod), so the
 // tool writes both of the module's go.sum lines without asking a module proxy.
+
 package hook
 
 import (

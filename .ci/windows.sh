@@ -6,7 +6,8 @@
 # finds the same nonces with every kernel). Then the C ABI: the C example (bindings/c) and the Go
 # package's tests (bindings/go, cross-compiled with cgo and mingw, `-test.v` so .ci/run counts
 # their `--- PASS:` lines) and porago.exe, all linked against the cross-built libpora_ffi.a and run
-# under Wine. Last, compile-checks the macOS targets. Wine checks correctness only; its timings
+# under Wine; then the es-node-shaped tree with pora's hook applied by pora-esnode, cross-built
+# and its tests run under Wine. Last, compile-checks the macOS targets. Wine checks correctness only; its timings
 # say nothing about Windows speed (bench/wine-keccak.sh measures the kernels, in a quiet window).
 #
 # Fails loudly (non-zero exit, "windows.sh: FAIL: ..." on stderr) when a package or target

@@ -9,8 +9,11 @@
 #   2. a copy of the tree: `pora-esnode apply -encoder` (go.mod gets a require and a replace of
 #      this checkout's bindings/go), then a second apply that must say nothing changed;
 #   3. on the result: gofmt -l (empty), go vet, go build, and the tree's tests (the adapter inside
-#      es-node's worker: two shards at once, es-node's log lines with pora on, flag off, start-up
-#      errors, the encoder block) under -race;
+#      es-node's worker: exactness against es-node's own loop through the memory and disk caches
+#      with a finalization and a reorg, two shards at once, es-node's log lines with pora on, flag
+#      off, start-up errors, the encoder block) under -race; then, with CGO_ENABLED=0, that
+#      only --miner.pora makes a build without libpora fail at start-up, and a cross go vet for
+#      darwin, linux/riscv64 and freebsd;
 #   4. `apply -cleanup-fix` and the disk cache's test of the fix (without the fix the same test
 #      asserts es-node v0.2.10's bug);
 #   5. revert, and the tree equal byte for byte to the original.
@@ -63,6 +66,16 @@ go vet -tags pora_sim ./... || fail "go vet failed"
 go vet -tags pora_sim,pora_hooked ./... || fail "go vet (with the tree's tests) failed"
 go build -tags pora_sim ./... || fail "go build failed"
 go test -tags pora_sim,pora_hooked -race -count=1 -v ./... || fail "the hooked tree's tests failed"
+# Without libpora (CGO_ENABLED=0) the hooked tree builds, and only --miner.pora fails start-up.
+CGO_ENABLED=0 go vet -tags pora_hooked ./... || fail "go vet (CGO_ENABLED=0) failed"
+CGO_ENABLED=0 go test -tags pora_hooked -count=1 -v -run NoLibrary ./ethstorage/node/ \
+    || fail "the no-library start-up test (CGO_ENABLED=0) failed"
+# es-node builds for platforms pora has no library for; with the hook it still must (the vet
+# compiles the tree's tests too).
+for platform in darwin/amd64 darwin/arm64 linux/riscv64 freebsd/amd64; do
+    GOOS="${platform%/*}" GOARCH="${platform#*/}" CGO_ENABLED=0 go vet -tags pora_hooked ./... \
+        || fail "go vet of the hooked tree for $platform (CGO_ENABLED=0) failed"
+done
 
 say "4. pora-esnode apply -cleanup-fix, and the disk cache's test of the fix"
 "$TOOL" apply -cleanup-fix -pora-dir "$ROOT/bindings/go" "$tree" || fail "apply -cleanup-fix failed"

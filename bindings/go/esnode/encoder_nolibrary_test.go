@@ -11,11 +11,10 @@ import (
 
 	porago "github.com/pora-miner/pora/bindings/go"
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 )
 
 func TestEncoderFallsThroughWithNoLibrary(t *testing.T) {
-	key := common.Hash{0x11, 0x22}
+	key := Hash{0x11, 0x22}
 	if err := porago.Mask(key, make([]byte, porago.KVSize)); !errors.Is(err, porago.ErrNoLibrary) {
 		t.Fatalf("porago.Mask in a build without libpora: %v, want an error wrapping ErrNoLibrary", err)
 	}

@@ -47,3 +47,27 @@ func (miner *Miner) RunHead(shards []uint64, blockNumber uint64, mixDigest commo
 
 // MiningStates is the worker's mining state by shard (the map, read after the tasks returned).
 func (miner *Miner) MiningStates() map[uint64]*MiningState { return miner.worker.miningStates }
+
+// Result takes the shard's stored result (what es-node's found-nonce path keeps for the prover):
+// its nonce and the samples es-node read again. ok is false when none was stored since the last
+// call, so each head's answer is its own.
+func (miner *Miner) Result(shard uint64) (nonce uint64, encodedSamples []common.Hash, ok bool) {
+	w := miner.worker
+	w.resultLock.Lock()
+	defer w.resultLock.Unlock()
+	r := w.resultMap[shard]
+	if r == nil {
+		return 0, nil, false
+	}
+	delete(w.resultMap, shard)
+	return r.nonce, r.encodedData, true
+}
+
+// Hash is es-node's own hashing of one nonce for the shard (initHash, then computeHash through
+// the worker's DataReader): hash1 and the sample indices, to judge another miner's nonce with.
+func (miner *Miner) Hash(shard uint64, mixDigest common.Hash, nonce uint64) (common.Hash,
+	[]uint64, error) {
+	w := miner.worker
+	shardMiner, _ := w.storageMgr.GetShardMiner(shard)
+	return w.computeHash(shard, initHash(shardMiner, mixDigest, nonce))
+}

@@ -101,17 +101,26 @@ func writeDataFile(t *testing.T, dir string, shard uint64, miner common.Address,
 
 // testNode is a node over freshly written shard files, with the flag as given.
 type testNode struct {
-	node  *node.EsNode
-	log   *recorder
-	cache *downloader.BlobDiskCache
+	node *node.EsNode
+	log  *recorder
 }
 
-func newNode(t *testing.T, shards []uint64, cfg miner.Config, cache *downloader.BlobDiskCache) (*testNode, error) {
+func newNode(t *testing.T, shards []uint64, cfg miner.Config, cache downloader.BlobCache) (*testNode, error) {
 	dir := t.TempDir()
+	paths := map[uint64]string{}
+	for _, shard := range shards {
+		paths[shard] = writeDataFile(t, dir, shard, testMiner, int64(40+shard))
+	}
+	return newNodeOver(t, paths, cfg, cache)
+}
+
+// newNodeOver is a node over the given data files (by shard), opened as es-node's storage
+// manager opens them, its miner started and closed when the test ends.
+func newNodeOver(t *testing.T, paths map[uint64]string, cfg miner.Config,
+	cache downloader.BlobCache) (*testNode, error) {
 	files := map[uint64]*os.File{}
 	var names []string
-	for _, shard := range shards {
-		path := writeDataFile(t, dir, shard, testMiner, int64(40+shard))
+	for shard, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +139,7 @@ func newNode(t *testing.T, shards []uint64, cfg miner.Config, cache *downloader.
 	}
 	t.Cleanup(func() { n.Miner().Close() })
 	n.Miner().Start()
-	return &testNode{node: n, log: rec, cache: cache}, nil
+	return &testNode{node: n, log: rec}, nil
 }
 
 // cacheWithBlobs is a disk cache holding 8 KVs of each shard in block 30.
@@ -327,7 +336,21 @@ func TestTwoShardsAtOnceAsEsNode(t *testing.T) {
 			}
 			if a[shard] {
 				foundAny++
+				continue
 			}
+			// Nothing found: pora tried the whole range in the slot, as es-node's loop does.
+			if s := withPora.node.Miner().MiningStates()[shard]; s.MiningPower != 10000 {
+				t.Fatalf("head %d shard %d: with pora, nothing found and mining state %+v; want 10000", head, shard, *s)
+			}
+		}
+	}
+	mined := map[string]int{}
+	for _, l := range find(withPora.log.take(), "info", "Mined with pora") {
+		mined[l.kv["shard"]]++
+	}
+	for _, shard := range shards {
+		if mined[fmt.Sprint(shard)] == 0 {
+			t.Errorf("shard %d: no \"Mined with pora\" line: it was not mined through pora", shard)
 		}
 	}
 	for shard, s := range withPora.node.Miner().MiningStates() {
@@ -413,5 +436,8 @@ func TestPoraFlagReachesMinerConfig(t *testing.T) {
 		if err != nil || cfg.Pora != tc.want {
 			t.Fatalf("%v, ES_NODE_MINER_PORA=%q: Pora %v (%v), want %v", tc.args, tc.env, cfg.Pora, err, tc.want)
 		}
+	}
+	if _, err := cli.NewContext(miner.CLIFlags(), []string{"--miner.pora=maybe"}, getenv); err == nil {
+		t.Fatal("--miner.pora=maybe was taken")
 	}
 }

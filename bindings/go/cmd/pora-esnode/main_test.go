@@ -5,35 +5,17 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pora-miner/pora/bindings/go/internal/esnodetree"
 )
 
+// copyTree is a copy of the es-node-shaped tree for one test to apply the tool to.
 func copyTree(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join("..", "..", "esnode", "hook", "testdata", "es-node")
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), raw, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return esnodetree.Copy(t, filepath.Join("..", "..", "esnode", "hook", "testdata", "es-node"))
 }
 
 func runTool(args ...string) (int, string, string) {

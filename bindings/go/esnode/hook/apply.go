@@ -78,14 +78,8 @@ func Plan(dir string, sets []Set, mod ModuleSource) (*Result, error) {
 			}
 		}
 	}
-	for _, name := range order {
-		f := files[name]
-		if err := f.format(); err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(f.orig, f.text()) {
-			res.Changes = append(res.Changes, Change{Path: name, Old: f.orig, New: f.text()})
-		}
+	if res.Changes, err = formattedChanges(files, order); err != nil {
+		return nil, err
 	}
 	if len(res.Changes) > 0 || !containsSet(res.Already, Mining) {
 		changes, err := planModule(dir, mod)
@@ -95,6 +89,22 @@ func Plan(dir string, sets []Set, mod ModuleSource) (*Result, error) {
 		res.Changes = append(res.Changes, changes...)
 	}
 	return res, nil
+}
+
+// formattedChanges gofmts each file in order and returns those whose text differs from what was
+// read: what Plan and PlanRevert change.
+func formattedChanges(files map[string]*file, order []string) ([]Change, error) {
+	var changes []Change
+	for _, name := range order {
+		f := files[name]
+		if err := f.format(); err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(f.orig, f.text()) {
+			changes = append(changes, Change{Path: name, Old: f.orig, New: f.text()})
+		}
+	}
+	return changes, nil
 }
 
 // PlanRevert works out what taking every applied set out of the tree at dir changes.
@@ -121,14 +131,8 @@ func PlanRevert(dir string) (*Result, error) {
 			}
 		}
 	}
-	for _, name := range order {
-		f := files[name]
-		if err := f.format(); err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(f.orig, f.text()) {
-			res.Changes = append(res.Changes, Change{Path: name, Old: f.orig, New: f.text()})
-		}
+	if res.Changes, err = formattedChanges(files, order); err != nil {
+		return nil, err
 	}
 	changes, err := revertModule(dir)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pora-miner/pora/bindings/go/esnode/hook"
+	"github.com/pora-miner/pora/bindings/go/internal/esnodetree"
 )
 
 var allSets = []hook.Set{hook.Mining, hook.Encoder, hook.CleanupFix}
@@ -22,27 +23,7 @@ var release = hook.ModuleSource{Version: "v0.1.0", Sum: "h1:AAAAAAAAAAAAAAAAAAAA
 
 // copyTree copies testdata/es-node to a new directory and returns it.
 func copyTree(t *testing.T) string {
-	t.Helper()
-	dst := t.TempDir()
-	src := filepath.Join("testdata", "es-node")
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), raw, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return esnodetree.Copy(t, filepath.Join("testdata", "es-node"))
 }
 
 // snapshot is every file of the tree by relative path.

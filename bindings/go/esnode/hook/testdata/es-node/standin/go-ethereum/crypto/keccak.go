@@ -1,5 +1,9 @@
 // Package crypto stands in for go-ethereum's crypto package in the es-node-shaped tree:
 // Keccak256Hash, pora's own Keccak-256 (bindings/go/internal/keccak) under go-ethereum's name.
+// It is a copy, not an import: this stand-in is its own module (github.com/ethereum/go-ethereum,
+// replaced in the tree's go.mod), and Go lets only packages under bindings/go import
+// bindings/go/internal/keccak. A copy also keeps es-node's hashing in the tree apart from the
+// code pora hashes with, as es-node's own go-ethereum is.
 package crypto
 
 import (

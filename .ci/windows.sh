@@ -6,7 +6,8 @@
 # finds the same nonces with every kernel). Then the C ABI: the C example (bindings/c) and the Go
 # package's tests (bindings/go, cross-compiled with cgo and mingw, `-test.v` so .ci/run counts
 # their `--- PASS:` lines) and porago.exe, all linked against the cross-built libpora_ffi.a and run
-# under Wine. Last, compile-checks the macOS targets. Wine checks correctness only; its timings
+# under Wine; then the es-node-shaped tree with pora's hook applied by pora-esnode, cross-built
+# and its tests run under Wine. Last, compile-checks the macOS targets. Wine checks correctness only; its timings
 # say nothing about Windows speed (bench/wine-keccak.sh measures the kernels, in a quiet window).
 #
 # Fails loudly (non-zero exit, "windows.sh: FAIL: ..." on stderr) when a package or target
@@ -209,6 +210,33 @@ step "Go tests under Wine ($(wc -w <<<"${go_run//|/ }") tests)"
 (cd "$ROOT/bindings/go/internal/keccak" && wine "$GO_OUT/keccak_test.exe" -test.v -test.count=1) \
     | tr -d '\r' || fail "the Go Keccak tests failed under Wine"
 # -race and cgocheck2 runs stay in the Linux bindings leg (.ci/bindings.sh).
+
+# --- es-node with pora for windows/amd64: pora-esnode applies the hook (and the encoder block) to
+#     the es-node-shaped tree (bindings/go/esnode/hook/testdata/es-node), which is then vetted
+#     and built for windows/amd64 with mingw, and its tests (the adapter inside es-node's worker,
+#     two shards at once, es-node's log lines; the encoder block; the disk cache) run under Wine,
+#     as a Windows miner's es-node.exe would carry them (docs/es-node.md, "A miner builds es-node
+#     with pora") ---
+step "es-node-shaped tree with pora's hook for windows/amd64: go vet, go build, its tests under Wine"
+ESNODE_TREE="$GO_OUT/es-node-tree"
+rm -rf "$ESNODE_TREE"
+cp -r "$ROOT/bindings/go/esnode/hook/testdata/es-node" "$ESNODE_TREE"
+(cd "$ROOT/bindings/go" && go run ./cmd/pora-esnode apply -encoder -pora-dir "$ROOT/bindings/go" "$ESNODE_TREE") \
+    || fail "pora-esnode apply on the es-node-shaped tree failed"
+(
+    cd "$ESNODE_TREE"
+    "${GO_WIN[@]}" go vet -tags pora_sim,pora_hooked ./... || fail "go vet (GOOS=windows) of the hooked es-node tree found problems"
+    "${GO_WIN[@]}" go build -tags pora_sim ./... || fail "cross-building the hooked es-node tree failed"
+    for pkg in node encoder downloader; do
+        "${GO_WIN[@]}" go test -c -tags wine,pora_sim,pora_hooked -ldflags=-checklinkname=0 \
+            -o "$GO_OUT/esnode-$pkg.test.exe" "./ethstorage/$pkg" \
+            || fail "cross-compiling the hooked es-node tree's $pkg tests failed"
+    done
+) || exit 1
+for pkg in node encoder downloader; do
+    (cd "$ESNODE_TREE/ethstorage/$pkg" && wine "$GO_OUT/esnode-$pkg.test.exe" -test.v -test.count=1 -test.timeout=10m) \
+        | tr -d '\r' || fail "the hooked es-node tree's $pkg tests failed under Wine"
+done
 
 for t in "${MAC_TARGETS[@]}"; do
     step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"

@@ -213,6 +213,39 @@ func TestCacheSyncReadsOnlyNewOrChangedKVs(t *testing.T) {
 	}
 }
 
+// A KV cached by two blocks in a cache whose answer for it is not defined (es-node's memory
+// cache answers in map order, and lists in map order too): the sync keeps the higher block's
+// copy whichever is listed first, task after task.
+func TestCacheSyncKeepsTheHigherBlocksCopy(t *testing.T) {
+	for _, higherFirst := range []bool{true, false} {
+		cache := newTestCache("")
+		engine := costEngine(t)
+		var s cacheSync[hash]
+		kv := uint64(costShard<<costKvEntriesBits + 9)
+		var higher *cachedBlob
+		if higherFirst {
+			higher = cache.add(t, kv, 21)
+			cache.add(t, kv, 20)
+		} else {
+			cache.add(t, kv, 20)
+			higher = cache.add(t, kv, 21)
+		}
+		for task := 0; task < 4; task++ {
+			if err := s.run(cache, engine, costShard, costKvEntriesBits); err != nil {
+				t.Fatal(err)
+			}
+			if e := s.held[kv]; e == nil || e.put != higher.hash {
+				t.Fatalf("higher listed first=%v, task %d: the sync holds %v, want block 21's copy %x", higherFirst, task, e, higher.hash[:4])
+			}
+			// The listing's order flips between tasks, as a map's may.
+			cache.blobs[0], cache.blobs[1] = cache.blobs[1], cache.blobs[0]
+		}
+		if reads, _ := cache.takeReads(); reads != 1 {
+			t.Fatalf("higher listed first=%v: %d reads over 4 tasks, want 1 (the higher copy, once)", higherFirst, reads)
+		}
+	}
+}
+
 // syncBench sets up 512 cached KVs synced once and returns one task's sync (changing one KV
 // before it when changeOne is set) and a check of the reads made by the steps so far.
 func syncBench(t testing.TB, disk, changeOne bool) (step func(i int), checkReads func(steps int)) {

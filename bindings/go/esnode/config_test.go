@@ -1,8 +1,10 @@
 // No silent mismatch: a configuration that disagrees with the data files, or leaves a contract
 // value to pora's default, is refused before any task runs, with an error naming the field; a
-// task from a worker configured otherwise is refused naming the field; a cached KV of the wrong
-// size is refused at PutKV; threads other than 0 are answered at once; a stopped worker's task
-// returns promptly; Close ends the engines.
+// task from a worker configured otherwise is refused naming the field; threads other than 0 are
+// answered at once; a stopped worker's task returns promptly; Close ends the engines. These check
+// the adapter alone, so they need no es-node shape; a cached KV of the wrong size, which needs
+// es-node's disk cache, is refused in the es-node-shaped tree (TestWrongSizeKVRefusedAtPutKV in
+// hook/testdata/es-node/ethstorage/node).
 package esnode_test
 
 import (
@@ -13,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 )
 
 // goodConfig is a configuration the test file agrees with.
@@ -54,16 +55,16 @@ func TestConfigRefusedBeforeAnyTask(t *testing.T) {
 	for _, tc := range cases {
 		cfg := goodConfig(t)
 		tc.change(&cfg)
-		_, err := esnode.New[common.Hash](cfg, nil)
+		_, err := esnode.New[Hash](cfg, nil)
 		wantErr(t, tc.what, err, tc.field)
 	}
-	if _, err := esnode.New[common.Hash](goodConfig(t), nil); err != nil {
+	if _, err := esnode.New[Hash](goodConfig(t), nil); err != nil {
 		t.Fatalf("the good configuration: %v", err)
 	}
 }
 
 func TestTaskRefusedWhenTheWorkerDisagrees(t *testing.T) {
-	m, err := esnode.New[common.Hash](goodConfig(t), nil)
+	m, err := esnode.New[Hash](goodConfig(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestTaskRefusedWhenTheWorkerDisagrees(t *testing.T) {
 // engine once and keeps it; the mining state is counted.
 func TestThreadsAndEngineLifetime(t *testing.T) {
 	cfg := goodConfig(t)
-	m, err := esnode.New[common.Hash](cfg, nil)
+	m, err := esnode.New[Hash](cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestThreadsAndEngineLifetime(t *testing.T) {
 	if _, err := m.MineTask(task); err != esnode.ErrClosed {
 		t.Fatalf("a task after Close: %v, want ErrClosed", err)
 	}
-	var none *esnode.Miner[common.Hash] // the hook's worker without pora closes it too
+	var none *esnode.Miner[Hash] // the hook's worker without pora closes it too
 	if err := none.Close(); err != nil {
 		t.Fatalf("Close of a nil adapter: %v", err)
 	}
@@ -147,7 +148,7 @@ func TestStoppedWorkerReturnsPromptly(t *testing.T) {
 	cfg.SlotSec = 120
 	var polls int32
 	cfg.Running = func() bool { return atomic.AddInt32(&polls, 1) < 5 } // stops on the fifth poll
-	m, err := esnode.New[common.Hash](cfg, nil)
+	m, err := esnode.New[Hash](cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,26 +163,4 @@ func TestStoppedWorkerReturnsPromptly(t *testing.T) {
 		t.Fatalf("after the worker stopped: interrupted %v after %v (slot 120 s)", res.Record.Interrupted, took)
 	}
 	t.Logf("returned %v after the worker stopped (5 polls, 10 ms apart)", took)
-}
-
-// A cached KV of the wrong size is refused where it enters the engine, naming the KV and both
-// sizes; the task fails with that error instead of mining with a broken cache.
-func TestWrongSizeKVRefusedAtPutKV(t *testing.T) {
-	cfg := goodConfig(t)
-	cache := NewBlobDiskCache()
-	kv := uint64(testShard<<testKvEntriesBits + 3)
-	short := make([]byte, 1<<(testKvSizeBits-1))
-	if err := cache.SetBlockBlobs(&blockBlobs{number: 5, blobs: []*blob{{kvIndex: new(big.Int).SetUint64(kv), hash: common.Hash{1}, data: short}}}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := esnode.New[common.Hash](cfg, cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	_, err = m.MineTask(esnode.Task{Miner: testMiner, ShardIdx: testShard, RequiredDiff: big.NewInt(0), BlockNumber: big.NewInt(1), NonceEnd: 1 << 10})
-	wantErr(t, "a 2 KiB KV on a 4 KiB shard", err, "KV 67: 2048 bytes")
-	if got := esnode.EngineOf(m, testShard).CachedKVs(); len(got) != 0 {
-		t.Fatalf("the engine took the wrong-size KV: %v", got)
-	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	porago "github.com/pora-miner/pora/bindings/go"
-	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 )
 
 // BenchmarkEncoderMask: b.N masks of distinct keys through the hooked Encode on 1 and 2
@@ -34,7 +33,7 @@ func BenchmarkEncoderMask(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var key common.Hash
+					var key Hash
 					key[0] = 0x2a
 					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 						binary.BigEndian.PutUint64(key[24:], uint64(i))

@@ -1,7 +1,8 @@
 // es-node stand-in, package encoder (ethstorage/encoder/encoder.go) and the chunk coding of
 // ethstorage/data_shard.go that calls it, as es-node v0.2.10 has them from docs/es-node.md's
-// facts (no es-node code). Lines between "pora hook begin" and "pora hook end" are the encoder
-// hook, counted on its own (encoder_hook_test.go), apart from the mining hook's blocks.
+// facts (no es-node code), with the encoder block's call in its older form (esnode.Mask). The block
+// as pora-esnode applies it (esnode.EncodeMask) is in esnode/hook/blocks.go and is tested on the
+// es-node-shaped tree (esnode/hook/testdata/es-node).
 //
 // es-node's own mask code, which runs when the hook does not answer, is stood in for by
 // esNodeOwnEncode: a slow reference that does not share this process's library or kernel.
@@ -16,20 +17,14 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
-
-	// pora hook begin: ethstorage/encoder/encoder.go, imports
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	// pora hook end
 )
 
 // Encode is es-node's encoder.Encode: the mask of size bytes for the raw encode key hash.
-func Encode(hash common.Hash, size int) ([]byte, error) {
-	// pora hook begin: ethstorage/encoder/encoder.go, top of Encode
+func Encode(hash Hash, size int) ([]byte, error) {
 	if mask, ok := esnode.Mask(hash, size); ok {
 		return mask, nil
 	}
-	// pora hook end
 	return esNodeOwnEncode(hash, size)
 }
 
@@ -44,7 +39,7 @@ var errNoOwnEncoder = errors.New("es-node stand-in: es-node's own encoder runs `
 // --out F` with PORA_ENCODE_ARITH=portable), so its bytes do not depend on this process's
 // library, kernel or PORA_ENCODE_ARITH. es-node's bytes for other sizes are not modelled here:
 // any other size is an error naming it.
-func esNodeOwnEncode(hash common.Hash, size int) ([]byte, error) {
+func esNodeOwnEncode(hash Hash, size int) ([]byte, error) {
 	ownEncodeCalls.Add(1)
 	if size != 1<<17 {
 		return nil, fmt.Errorf("es-node stand-in: es-node's own mask of %d bytes is not modelled (only a 131072-byte KV)", size)
@@ -71,7 +66,7 @@ func esNodeOwnEncode(hash common.Hash, size int) ([]byte, error) {
 // encodeChunk is data_shard.go's chunk encoding for BLOB_POSEIDON: data, zero-padded to
 // chunkSize, XOR the mask of key. es-node v0.2.10 drops Encode's error at this call; the
 // stand-in returns it so a test sees it.
-func encodeChunk(chunkSize uint64, data []byte, key common.Hash) ([]byte, error) {
+func encodeChunk(chunkSize uint64, data []byte, key Hash) ([]byte, error) {
 	if uint64(len(data)) > chunkSize {
 		return nil, fmt.Errorf("es-node stand-in: %d bytes do not fit a %d-byte chunk", len(data), chunkSize)
 	}
@@ -87,7 +82,7 @@ func encodeChunk(chunkSize uint64, data []byte, key common.Hash) ([]byte, error)
 
 // decodeChunk is data_shard.go's decoding: the same XOR, over the stored bytes given (a prefix
 // of the chunk decodes to the blob's prefix).
-func decodeChunk(chunkSize uint64, stored []byte, key common.Hash) ([]byte, error) {
+func decodeChunk(chunkSize uint64, stored []byte, key Hash) ([]byte, error) {
 	decoded, err := encodeChunk(chunkSize, stored, key)
 	if err != nil {
 		return nil, err

@@ -11,16 +11,20 @@ import (
 
 	porago "github.com/pora-miner/pora/bindings/go"
 	"github.com/pora-miner/pora/bindings/go/esnode"
-	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"
 )
 
 func TestEncoderFallsThroughWithNoLibrary(t *testing.T) {
-	key := common.Hash{0x11, 0x22}
+	key := Hash{0x11, 0x22}
 	if err := porago.Mask(key, make([]byte, porago.KVSize)); !errors.Is(err, porago.ErrNoLibrary) {
 		t.Fatalf("porago.Mask in a build without libpora: %v, want an error wrapping ErrNoLibrary", err)
 	}
 	if mask, ok := esnode.Mask(key, porago.KVSize); ok || mask != nil {
 		t.Fatal("esnode.Mask answered in a build without libpora")
+	}
+	// The encoder block's call leaves it to es-node's own code too (not an error: es-node built
+	// without pora's library encodes as it always did).
+	if mask, answered, err := esnode.EncodeMask(key, porago.KVSize); answered || mask != nil || err != nil {
+		t.Fatalf("esnode.EncodeMask in a build without libpora: answered %v, %v", answered, err)
 	}
 	before := ownEncodeCalls.Load()
 	_, err := Encode(key, porago.KVSize) // the own code's answer is not the point; that it ran is

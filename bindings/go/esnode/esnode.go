@@ -39,8 +39,17 @@ type Config struct {
 	RandomChecks, NonceLimit uint64
 	// SlotSec is es-node's miner.Config.Slot: a task ends SlotSec seconds after it starts.
 	SlotSec uint64
-	// Running is es-node's worker.isRunning: a task returns within ~60 ms once it is false.
+	// Running is es-node's worker.isRunning: a task returns within ~60 ms once it is false. A
+	// task's own Task.Running, when set, is used instead.
 	Running func() bool
+	// ThreadsPerShard is es-node's --miner.threads-per-shard (miner.Config.ThreadsPerShard). pora
+	// does not split a shard's nonces by thread: New logs once that it is not used, with the
+	// threads and queue depth pora mines with instead.
+	ThreadsPerShard uint64
+	// Log is es-node's logger (the worker's w.lg, go-ethereum's log.Logger meets Logger). With it
+	// a task logs es-node's own lines for its outcome and one line of pora's facts (MineTask);
+	// nil logs nothing.
+	Log Logger
 	// Options are the engines' porago options (method, threads, depth, profile); their
 	// RandomChecks, KVEntriesBits and Miner are set from the fields above.
 	Options porago.Options
@@ -56,6 +65,8 @@ type Task struct {
 	// NonceStart, NonceEnd and Thread are the thread's segment of [0, NonceLimit) as es-node's
 	// assignTasks splits it; thread 0 mines the whole range through pora.
 	NonceStart, NonceEnd, Thread uint64
+	// Running is the worker's isRunning (nil: Config.Running).
+	Running func() bool
 	// State is es-node's entry for the shard in worker.miningStates (made once per shard by
 	// newWorker), converted: (*esnode.MiningState)(w.miningStates[t.shardIdx]). Thread 0's task
 	// writes its fields through this pointer when it ends, as es-node's own thread 0 does; no
@@ -105,12 +116,25 @@ type shardEngine[H ~[32]byte] struct {
 	sync   cacheSync[H]
 }
 
+// Logger is the part of es-node's logger (go-ethereum's log.Logger, which es-node's worker holds
+// as w.lg) the adapter writes through: messages with key-value pairs. pora's package imports no
+// logging library; es-node hands it the logger it already has.
+type Logger interface {
+	Debug(msg string, ctx ...any)
+	Info(msg string, ctx ...any)
+	Warn(msg string, ctx ...any)
+	Error(msg string, ctx ...any)
+}
+
 // ErrClosed is returned by MineTask after Close.
 var ErrClosed = errors.New("esnode: the miner is closed")
 
 // New checks cfg against the data files' headers (miner, KV entries per shard) and returns the
-// adapter; no engine is opened until a shard's first task. cache may be nil (no blob cache).
-func New[H ~[32]byte](cfg Config, cache Cache[H]) (*Miner[H], error) {
+// adapter; no engine is opened until a shard's first task. cache is es-node's blob cache as
+// es-node holds it (its downloader.BlobCache interface, unchanged): the adapter finds VisitKVs by
+// a type assertion (Cache), so the hook adds the method to the caches without changing the
+// interface that other implementations meet. nil: no blob cache.
+func New[H ~[32]byte](cfg Config, cache any) (*Miner[H], error) {
 	// A build without libpora (another GOOS/GOARCH, or CGO_ENABLED=0) compiles, and refuses here,
 	// naming the platform: es-node fails at start-up only when it asked for pora.
 	if err := porago.Available(); err != nil {
@@ -119,11 +143,33 @@ func New[H ~[32]byte](cfg Config, cache Cache[H]) (*Miner[H], error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	var listed Cache[H]
+	if cache != nil {
+		var ok bool
+		if listed, ok = cache.(Cache[H]); !ok {
+			return nil, fmt.Errorf("esnode: the blob cache %T has no VisitKVs(func(kvIdx uint64, "+
+				"hash %T, blockNumber uint64)) method: add the hook's VisitKVs to it", cache, *new(H))
+		}
+	}
 	layout, err := shardLayout(cfg.Files, cfg.KvEntriesBits, cfg.Miner)
 	if err != nil {
 		return nil, err
 	}
-	return &Miner[H]{cfg: cfg, cache: cache, layout: layout, shards: map[uint64]*shardEngine[H]{}}, nil
+	if cfg.Log != nil {
+		cfg.Log.Info("Mining with pora: --miner.threads-per-shard is not used",
+			"threadsPerShard", cfg.ThreadsPerShard, "poraThreads", orAuto(cfg.Options.Threads),
+			"poraDepth", orAuto(cfg.Options.Depth), "method", orAuto(cfg.Options.Method))
+	}
+	return &Miner[H]{cfg: cfg, cache: listed, layout: layout, shards: map[uint64]*shardEngine[H]{}}, nil
+}
+
+// orAuto names a zero option as what pora does with it: it decides per device and task.
+func orAuto[T comparable](v T) any {
+	var zero T
+	if v == zero {
+		return "auto"
+	}
+	return v
 }
 
 // check refuses zero or out-of-range fields, naming them.
@@ -172,6 +218,10 @@ func (m *Miner[H]) MineTask(t Task) (Result, error) {
 	if t.BlockNumber != nil && t.BlockNumber.IsUint64() {
 		blockNumber = t.BlockNumber.Uint64()
 	}
+	running := m.cfg.Running
+	if t.Running != nil {
+		running = t.Running
+	}
 	res, err := se.engine.MineTask(porago.Task{
 		MixHash:      t.MixHash[:],
 		RequiredDiff: t.RequiredDiff,
@@ -180,10 +230,11 @@ func (m *Miner[H]) MineTask(t Task) (Result, error) {
 		NonceLimit:   m.cfg.NonceLimit,
 		Deadline:     start.Add(time.Duration(m.cfg.SlotSec) * time.Second),
 		BlockNumber:  blockNumber,
-	}, m.cfg.Running)
+	}, running)
 	if err != nil {
 		return Result{}, err
 	}
+	m.logTask(t, &res, time.Since(start))
 	out := Result{
 		State:  &MiningState{MiningPower: res.MiningPowerBps, SamplingTime: res.SamplingTimeMs},
 		Record: &res.Record,
@@ -278,4 +329,34 @@ func (m *Miner[H]) Close() error {
 		delete(m.shards, shard)
 	}
 	return first
+}
+
+// logTask writes, through es-node's logger, the lines es-node's own thread 0 writes for the
+// task's outcome (the same messages and keys, es-node v0.2.10's mineTask), then one line of
+// pora's facts. A found nonce gets no line here: es-node's own loop re-checks it and logs
+// "Calculated a valid hash" and what follows. A task stopped with the worker logs only pora's
+// line, as es-node's loop logs nothing when it stops.
+func (m *Miner[H]) logTask(t Task, res *porago.TaskResult, took time.Duration) {
+	lg := m.cfg.Log
+	if lg == nil {
+		return
+	}
+	switch {
+	case res.Found || res.Stopped:
+	case res.NoncesTried >= m.cfg.NonceLimit:
+		samplingTime := fmt.Sprintf("%.1fs", took.Seconds())
+		lg.Info("Sampling done with all nonces",
+			"samplingTime", samplingTime, "shard", t.ShardIdx, "block", t.BlockNumber)
+		lg.Debug("Sampling done with all nonces", "samplingTime", samplingTime, "shard", t.ShardIdx,
+			"block", t.BlockNumber, "thread", t.Thread, "nonceEnd", res.NoncesTried)
+	default:
+		lg.Warn("Mining tasks timed out", "shard", t.ShardIdx, "block", t.BlockNumber,
+			"noncesTried", fmt.Sprintf("%d(%.1f%%)", res.NoncesTried,
+				float64(res.NoncesTried*100)/float64(m.cfg.NonceLimit)))
+		lg.Debug("Mining task timed out", "shard", t.ShardIdx, "thread", t.Thread,
+			"block", t.BlockNumber, "noncesTried", res.NoncesTried)
+	}
+	lg.Info("Mined with pora", "shard", t.ShardIdx, "block", t.BlockNumber,
+		"method", res.Record.Method, "miningPower", fmt.Sprintf("%d(%.2f%%)", res.MiningPowerBps,
+			float64(res.MiningPowerBps)/100), "found", res.Found, "samplingTime", took.Round(time.Millisecond))
 }

@@ -1,115 +1,54 @@
-// The mining hook's size and the docs: the lines between "pora hook begin" and "pora hook end" in
-// the es-node mining stand-in files (standInFiles, and only those) are what es-node adds or
-// changes in its existing files, imports and the --miner.pora flag included; this test counts
-// them, prints the count and each block's size, holds it to the bound (60), and checks that the
-// mining-hook section of docs/es-node.md (between <!-- mining hook begin --> and <!-- mining hook
-// end -->) states that count and shows exactly those blocks, in the same order, under the same
-// labels. Other sections of the page (and other hooks' blocks) are not read here.
+// The hook's size, its lines' width and the docs: the blocks pora-esnode applies (esnode/hook's
+// Blocks, the one source) are what docs/es-node.md shows. For each set (the mining hook, the
+// encoder block, the Cleanup fix) this counts the lines es-node gets, prints each block's and
+// file's size, holds the count to the set's bound and every line to 100 columns (a tab counted as
+// 4), and checks that the page's section for the set shows exactly those blocks, in the same
+// order, under the same labels ("<es-node file>, <place>"), and states the count.
 package esnode_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pora-miner/pora/bindings/go/esnode/hook"
 )
 
-// standInFiles are the es-node stand-in files in the order docs/es-node.md shows their hooks.
-var standInFiles = []string{"esnode_node_test.go", "esnode_miner_test.go", "esnode_cli_test.go", "esnode_worker_test.go", "esnode_downloader_test.go"}
-
-// hookBound is the limit on lines es-node adds or changes (go.mod aside).
-const hookBound = 60
-
+// maxColumns is the widest a hook line may be, a tab counted as tabColumns.
 const (
-	beginMarker = "// pora hook begin: "
-	endMarker   = "// pora hook end"
+	maxColumns = 100
+	tabColumns = 4
 )
 
-// hookBlock is one delimited block: its label (the es-node file and place) and its lines.
+// hookBlock is one block as the page shows it: its label and its lines.
 type hookBlock struct {
 	label string
 	lines []string
 }
 
-// standInImports maps a stand-in's import line to the line es-node writes: the stand-ins import
-// this module's own copy of go-ethereum's `common` (an internal package, which es-node could not
-// import), so the hook read from them names the package es-node really imports, and the docs show
-// exactly what es-node compiles.
-var standInImports = map[string]string{
-	`	"github.com/pora-miner/pora/bindings/go/esnode/internal/common"`: `	"github.com/ethereum/go-ethereum/common"`,
-}
-
-// readHookBlocks returns the delimited blocks of a file as es-node's text (standInImports),
-// failing on an unclosed or nested one.
-func readHookBlocks(t *testing.T, path string) []hookBlock {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var blocks []hookBlock
-	var cur *hookBlock
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, beginMarker):
-			if cur != nil {
-				t.Fatalf("%s:%d: a hook block begins inside another", path, n)
-			}
-			cur = &hookBlock{label: strings.TrimPrefix(trimmed, beginMarker)}
-		case trimmed == endMarker:
-			if cur == nil {
-				t.Fatalf("%s:%d: a hook block ends that never began", path, n)
-			}
-			blocks, cur = append(blocks, *cur), nil
-		case cur != nil:
-			if esnode, ok := standInImports[line]; ok {
-				line = esnode
-			}
-			cur.lines = append(cur.lines, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if cur != nil {
-		t.Fatalf("%s: the hook block %q never ends", path, cur.label)
-	}
-	return blocks
-}
-
-const (
-	docSectionBegin = "<!-- mining hook begin -->"
-	docSectionEnd   = "<!-- mining hook end -->"
-)
-
-// miningHookSection is the text of the doc between the mining hook's section markers.
-func miningHookSection(t *testing.T, path string) string {
+// docSection is the text of the doc between the markers.
+func docSection(t *testing.T, path, begin, end string) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	start, end := strings.Index(text, docSectionBegin), strings.Index(text, docSectionEnd)
-	if start < 0 || end < start {
-		t.Fatalf("%s: no %s ... %s section", path, docSectionBegin, docSectionEnd)
+	start, stop := strings.Index(text, begin), strings.Index(text, end)
+	if start < 0 || stop < start {
+		t.Fatalf("%s: no %s ... %s section", path, begin, end)
 	}
-	return text[start:end]
+	return text[start:stop]
 }
 
-// docHookBlocks returns the ```go blocks of the doc's mining-hook section: each starts with a
-// "// label" line, then the block's lines.
-func docHookBlocks(t *testing.T, path string) []hookBlock {
+// docHookBlocks returns the ```go blocks of a section: each starts with a "// label" line.
+func docHookBlocks(t *testing.T, section string) []hookBlock {
 	t.Helper()
 	var blocks []hookBlock
 	var cur *hookBlock
-	for _, line := range strings.Split(miningHookSection(t, path), "\n") {
+	for _, line := range strings.Split(section, "\n") {
 		switch {
 		case cur == nil && line == "```go":
 			cur = &hookBlock{}
@@ -117,7 +56,7 @@ func docHookBlocks(t *testing.T, path string) []hookBlock {
 			blocks, cur = append(blocks, *cur), nil
 		case cur != nil && cur.label == "" && cur.lines == nil:
 			if !strings.HasPrefix(line, "// ") {
-				t.Fatalf("%s: a hook block starts with %q, not a // label", path, line)
+				t.Fatalf("a hook block of the page starts with %q, not a // label", line)
 			}
 			cur.label = strings.TrimPrefix(line, "// ")
 			cur.lines = []string{}
@@ -128,58 +67,84 @@ func docHookBlocks(t *testing.T, path string) []hookBlock {
 	return blocks
 }
 
-func TestHookSizeAndDoc(t *testing.T) {
-	var blocks []hookBlock
-	files := map[string]int{} // es-node file -> lines
-	var fileOrder []string
-	total := 0
-	for _, f := range standInFiles {
-		for _, b := range readHookBlocks(t, f) {
-			blocks = append(blocks, b)
-			total += len(b.lines)
-			file := strings.SplitN(b.label, ",", 2)[0]
-			if _, seen := files[file]; !seen {
-				fileOrder = append(fileOrder, file)
-			}
-			files[file] += len(b.lines)
-		}
-	}
-	for _, b := range blocks {
-		t.Logf("%3d  %s", len(b.lines), b.label)
-	}
-	for _, file := range fileOrder {
-		t.Logf("%3d  in %s", files[file], file)
-	}
-	t.Logf("the hook: %d lines added or changed in %d es-node files (%d blocks), no new es-node file", total, len(files), len(blocks))
-	if total > hookBound {
-		t.Errorf("the hook is %d lines, over the bound of %d", total, hookBound)
-	}
-	if total == 0 {
-		t.Fatal("no hook blocks found: the markers moved")
-	}
+// columns is the line's width with a tab as tabColumns.
+func columns(line string) int {
+	return len([]rune(strings.ReplaceAll(line, "\t", strings.Repeat(" ", tabColumns))))
+}
 
-	doc := filepath.Join("..", "..", "..", "docs", "es-node.md")
-	if count := fmt.Sprintf("**%d lines in %d es-node files**", total, len(files)); !strings.Contains(miningHookSection(t, doc), count) {
-		t.Errorf("%s's mining-hook section does not state the count as %s", doc, count)
+var docPath = filepath.Join("..", "..", "..", "docs", "es-node.md")
+
+// checkSet checks one set's size, widths and section of the page; it returns the line count.
+func checkSet(t *testing.T, set hook.Set, bound int, begin, end, countFormat string) int {
+	t.Helper()
+	blocks := hook.OfSet(set)
+	if len(blocks) == 0 {
+		t.Fatalf("no blocks in the %s set", set)
 	}
-	for _, file := range fileOrder {
-		if size := fmt.Sprintf("`%s` %d", file, files[file]); !strings.Contains(miningHookSection(t, doc), size) {
-			t.Errorf("%s's mining-hook section does not give %s's size as %s", doc, file, size)
-		}
-	}
+	total := 0
+	files := map[string]int{}
+	var fileOrder []string
+	var want []hookBlock
 	for _, b := range blocks {
-		if !strings.HasPrefix(b.label, "ethstorage/") {
-			t.Errorf("hook block %q: its label must name es-node's real path (ethstorage/...)", b.label)
+		total += len(b.Lines)
+		if _, seen := files[b.File]; !seen {
+			fileOrder = append(fileOrder, b.File)
+		}
+		files[b.File] += len(b.Lines)
+		t.Logf("%3d  %s, %s", len(b.Lines), b.File, b.Place)
+		for _, l := range b.Lines {
+			if columns(l) > maxColumns {
+				t.Errorf("%s, %s: a line of %d columns (over %d): %s", b.File, b.Place, columns(l), maxColumns, l)
+			}
+		}
+		if !strings.HasPrefix(b.File, "ethstorage/") {
+			t.Errorf("block %s, %s: the file must be es-node's real path (ethstorage/...)", b.File, b.Place)
+		}
+		want = append(want, hookBlock{label: b.File + ", " + b.Place, lines: b.Lines})
+	}
+	for _, f := range fileOrder {
+		t.Logf("%3d  in %s", files[f], f)
+	}
+	t.Logf("the %s set: %d lines in %d es-node files (%d blocks), no new es-node file", set, total, len(files), len(blocks))
+	if total > bound {
+		t.Errorf("the %s set is %d lines, over its bound of %d", set, total, bound)
+	}
+	section := docSection(t, docPath, begin, end)
+	if count := fmt.Sprintf(countFormat, total, len(files)); !strings.Contains(section, count) {
+		t.Errorf("%s's %s section does not state the count as %s", docPath, set, count)
+	}
+	if len(files) > 1 {
+		for _, f := range fileOrder {
+			if size := fmt.Sprintf("`%s` %d", f, files[f]); !strings.Contains(section, size) {
+				t.Errorf("%s's %s section does not give %s's size as %s", docPath, set, f, size)
+			}
 		}
 	}
-	shown := docHookBlocks(t, doc)
-	if len(shown) != len(blocks) {
-		t.Fatalf("%s shows %d hook blocks; the stand-in has %d", doc, len(shown), len(blocks))
-	}
-	for i, b := range blocks {
-		if shown[i].label != b.label || strings.Join(shown[i].lines, "\n") != strings.Join(b.lines, "\n") {
-			t.Errorf("%s hook block %d (%q) differs from the stand-in's (%q):\n--- doc\n%s\n--- stand-in\n%s",
-				doc, i+1, shown[i].label, b.label, strings.Join(shown[i].lines, "\n"), strings.Join(b.lines, "\n"))
+	render := func(blocks []hookBlock) string {
+		var text strings.Builder
+		for _, b := range blocks {
+			fmt.Fprintf(&text, "// %s\n%s\n\n", b.label, strings.Join(b.lines, "\n"))
 		}
+		return text.String()
 	}
+	if shown, w := render(docHookBlocks(t, section)), render(want); shown != w {
+		t.Errorf("%s's %s section shows:\n%s\npora-esnode applies (esnode/hook/blocks.go):\n%s", docPath, set, shown, w)
+	}
+	return total
+}
+
+func TestHookSizeAndDoc(t *testing.T) {
+	checkSet(t, hook.Mining, 60, "<!-- mining hook begin -->", "<!-- mining hook end -->",
+		"**%d lines in %d es-node files**")
+}
+
+func TestEncoderBlockSizeAndDoc(t *testing.T) {
+	n := checkSet(t, hook.Encoder, 10, "<!-- encoder hook begin -->", "<!-- encoder hook end -->",
+		"**%d lines in %d es-node file**")
+	t.Logf("encoder block: %d lines", n)
+}
+
+func TestCleanupFixSizeAndDoc(t *testing.T) {
+	checkSet(t, hook.CleanupFix, 1, "<!-- cleanup fix begin -->", "<!-- cleanup fix end -->",
+		"**%d line changed in %d es-node file**")
 }

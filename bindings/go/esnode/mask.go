@@ -5,10 +5,80 @@
 package esnode
 
 import (
+	"fmt"
+	"io"
 	"math/big"
+	"os"
+	"strings"
+	"sync"
 
 	porago "github.com/pora-miner/pora/bindings/go"
 )
+
+// EncoderSwitch is the environment variable that turns the encoder block off: "off" sends every
+// mask to es-node's own code; unset or "on" leaves it on. Any other value is an error.
+const EncoderSwitch = "PORA_ENCODE"
+
+// encoderChoice is the process's one decision about the encoder block, made on its first call.
+var encoderChoice struct {
+	once     sync.Once
+	on       bool  // pora answers
+	err      error // a switch or kernel name pora does not know: every call returns it
+	announce io.Writer
+}
+
+// EncodeMask is the call of the encoder block at the top of es-node's encoder.Encode:
+//
+//	if mask, answered, err := esnode.EncodeMask(hash, size); answered {
+//		return mask, err
+//	}
+//
+// answered false sends the call to es-node's own code, as it ran before: PORA_ENCODE=off, a
+// build without pora's library, or a call Mask leaves to es-node (another size, a key near r).
+// A value pora does not know, of PORA_ENCODE or of PORA_ENCODE_ARITH (a kernel name it does not
+// know, or one this CPU cannot run), is answered with an error naming the variable, on every
+// call: never a silent fall back to the 8x slower encoder. On its first call it writes one line to
+// standard error saying which it does (the kernel, with the kernels this CPU runs).
+func EncodeMask(hash [32]byte, size int) (mask []byte, answered bool, err error) {
+	c := &encoderChoice
+	c.once.Do(func() {
+		out := c.announce
+		if out == nil {
+			out = os.Stderr
+		}
+		switch v := os.Getenv(EncoderSwitch); v {
+		case "off":
+			fmt.Fprintf(out, "pora: es-node's encoder: %s=off: es-node's own code computes the masks\n", EncoderSwitch)
+			return
+		case "", "on":
+		default:
+			c.err = fmt.Errorf("esnode: %s=%q: not a value pora knows (on, off)", EncoderSwitch, v)
+			fmt.Fprintf(out, "pora: es-node's encoder: %v\n", c.err)
+			return
+		}
+		if err := porago.Available(); err != nil {
+			fmt.Fprintf(out, "pora: es-node's encoder: es-node's own code computes the masks: %v\n", err)
+			return
+		}
+		kernel, supported, err := porago.EncodeKernel()
+		if err != nil {
+			c.err = fmt.Errorf("esnode: es-node's encoder through pora: %w (unset it, or %s=off)", err, EncoderSwitch)
+			fmt.Fprintf(out, "pora: %v\n", c.err)
+			return
+		}
+		c.on = true
+		fmt.Fprintf(out, "pora: es-node's encoder computes masks with pora's %s kernel (this CPU runs: %s); "+
+			"%s=off turns it off\n", kernel, strings.Join(supported, ", "), EncoderSwitch)
+	})
+	if c.err != nil {
+		return nil, true, c.err
+	}
+	if !c.on {
+		return nil, false, nil
+	}
+	mask, ok := Mask(hash, size)
+	return mask, ok, nil
+}
 
 // fieldPrime is the BN254 scalar field's prime r, the modulus of BLOB_POSEIDON's arithmetic.
 var fieldPrime, _ = new(big.Int).SetString("30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001", 16)

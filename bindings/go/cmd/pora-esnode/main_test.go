@@ -1,0 +1,74 @@
+// The command's behaviour on a copy of the es-node-shaped tree: -n prints the diff and writes
+// nothing; apply then apply again says the second changed nothing; a refusal exits 1 naming the
+// file and saying no file changed; bad usage exits 2.
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pora-miner/pora/bindings/go/internal/esnodetree"
+)
+
+// copyTree is a copy of the es-node-shaped tree for one test to apply the tool to.
+func copyTree(t *testing.T) string {
+	return esnodetree.Copy(t, filepath.Join("..", "..", "esnode", "hook", "testdata", "es-node"))
+}
+
+func runTool(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDryRunApplyAgainRevert(t *testing.T) {
+	dir := copyTree(t)
+	worker := filepath.Join(dir, "ethstorage", "miner", "worker.go")
+	before, _ := os.ReadFile(worker)
+
+	code, out, errOut := runTool("apply", "-n", "-encoder", "-pora-dir", "/pora/bindings/go", dir)
+	if code != 0 {
+		t.Fatalf("apply -n: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"+++ b/ethstorage/miner/worker.go", "+\tif w.pora != nil {", "+require github.com/pora-miner/pora/bindings/go v0.0.0", "none written"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply -n's output lacks %q:\n%s", want, out)
+		}
+	}
+	if now, _ := os.ReadFile(worker); !bytes.Equal(now, before) {
+		t.Fatal("apply -n wrote worker.go")
+	}
+
+	if code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir); code != 0 {
+		t.Fatalf("apply: exit %d: %s", code, errOut)
+	}
+	code, out, _ = runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	if code != 0 || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("the second apply: exit %d: %s", code, out)
+	}
+	if code, _, errOut := runTool("revert", dir); code != 0 {
+		t.Fatalf("revert: exit %d: %s", code, errOut)
+	}
+	if now, _ := os.ReadFile(worker); !bytes.Equal(now, before) {
+		t.Fatal("revert did not give worker.go back byte for byte")
+	}
+}
+
+func TestRefusalAndUsage(t *testing.T) {
+	dir := copyTree(t)
+	if err := os.Remove(filepath.Join(dir, "ethstorage", "miner", "cli.go")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	if code != 1 || !strings.Contains(errOut, "ethstorage/miner/cli.go: missing") || !strings.Contains(errOut, "no file changed") {
+		t.Fatalf("a missing file: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{nil, {"patch", dir}, {"apply"}, {"apply", "-bogus", dir}} {
+		if code, _, _ := runTool(args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/ethereum/go-ethereum
+
+go 1.21

@@ -1,0 +1,3 @@
+module github.com/urfave/cli
+
+go 1.21

@@ -21,7 +21,9 @@
 //! block devices keep the inline first attempt (no extra thread hop).
 
 use crate::align::{self, AlignedBuf, BlockRange};
+use crate::host::block_device::{device_facts_of, DeviceFacts};
 use crate::host::sector_size::logical_block_size;
+use crate::host::Roots;
 use crate::leak::note_leaked_backend;
 use crate::unix::{no_such_file, open_direct, open_read_only};
 use crate::{
@@ -46,15 +48,33 @@ const CANCEL_USER_DATA: u64 = u64::MAX - 1;
 const MAX_RING_ENTRIES: usize = 32768;
 /// A single registered buffer may not exceed 1 GiB.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
-/// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`. A batch
-/// of SQEs in one enter is plugged and reaches the device as one notification; at moderate depth
-/// that makes reads queue behind each other, and per-read submission (fio's rhythm) measured up
-/// to 20% faster at depth 8 and 3–5% at 32 on the virtio disk (docs/BENCHMARKS.md §16, §17). At
-/// 64 the miner was within noise either way there, while on a RAM-fast device, where the kernel's
-/// work per read is the limit, the batch read 20% more at 0.6x the CPU per read (§30), so 64
-/// batches; at 128 the batch held its own and buffered rings lost badly (a cache miss is punted
-/// per enter).
-const SUBMIT_EACH_MAX_DEPTH: usize = 32;
+/// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`, on a
+/// device with its own hardware (virtio, NVMe, SCSI). A batch of SQEs in one enter is plugged and
+/// reaches the device as one notification; at moderate depth that makes reads queue behind each
+/// other, and per-read submission (fio's rhythm) measured up to 20% faster at depth 8, 3–5% at 32
+/// and 7–10% at 64 on the virtio disk (docs/BENCHMARKS.md §16, §17, §32). At 128 the batch held
+/// its own, and buffered rings lost badly per read (a cache miss is punted per enter).
+const SUBMIT_EACH_MAX_DEPTH: usize = 64;
+/// The same on a device the host's own CPUs serve (a loop device over RAM, a RAM disk, zram:
+/// [`DeviceFacts::served_by_host`]): there the kernel's work per read is the limit, not the
+/// device's latency, and at depth 64 one enter per batch read 20% more at 0.6x the CPU per read
+/// (§30), so rings deeper than 32 batch.
+const HOST_SERVED_SUBMIT_EACH_MAX_DEPTH: usize = 32;
+
+/// The deepest ring that enters per read, for O_DIRECT reads of files on these devices
+/// (`None`: unknown, as on tmpfs or outside Linux): the host-served limit only when every device
+/// is known to be served by the host, since a slower device among them sets the pace.
+fn submit_each_max_depth(devices: &[Option<DeviceFacts>]) -> usize {
+    let all_host_served = !devices.is_empty()
+        && devices
+            .iter()
+            .all(|d| d.as_ref().is_some_and(DeviceFacts::served_by_host));
+    if all_host_served {
+        HOST_SERVED_SUBMIT_EACH_MAX_DEPTH
+    } else {
+        SUBMIT_EACH_MAX_DEPTH
+    }
+}
 
 /// What the kernel's io_uring offers beyond what pora needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,8 +179,16 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Fact
         };
         (unit, 1, 64)
     };
+    let submit_each_max_depth = if direct {
+        let roots = Roots::default();
+        let devices: Vec<_> = paths.iter().map(|p| device_facts_of(p, &roots)).collect();
+        submit_each_max_depth(&devices)
+    } else {
+        0
+    };
     Ok(Arc::new(UringFactory {
         method,
+        submit_each_max_depth,
         paths: paths.to_vec(),
         unit,
         resume_align,
@@ -189,6 +217,8 @@ struct UringFactory {
     fixed_files: AtomicU8,
     /// The kernel lists `ASYNC_CANCEL`: `cancel_all` withdraws reads instead of waiting for them.
     cancels_reads: bool,
+    /// Rings up to this depth enter per read ([`submit_each_max_depth`]); 0 for buffered rings.
+    submit_each_max_depth: usize,
 }
 
 impl BackendFactory for UringFactory {
@@ -208,7 +238,10 @@ impl BackendFactory for UringFactory {
             _ => "registered files",
         };
         let direct = if self.method == Method::UringDirect {
-            format!("O_DIRECT (logical block {} bytes), ", self.resume_align)
+            format!(
+                "O_DIRECT (logical block {} bytes), one enter per read up to depth {}, ",
+                self.resume_align, self.submit_each_max_depth
+            )
         } else {
             "buffered, ".to_string()
         };
@@ -307,7 +340,8 @@ struct UringBackend {
     ready: Vec<Completion>,
     /// CQEs copied out of the completion queue before processing: (user_data, result).
     cqe_scratch: Vec<(u64, i32)>,
-    /// Submit every read in its own enter (O_DIRECT, depth <= [`SUBMIT_EACH_MAX_DEPTH`]).
+    /// Submit every read in its own enter (O_DIRECT, depth <= the factory's
+    /// `submit_each_max_depth`).
     submit_each: bool,
 }
 
@@ -369,7 +403,7 @@ impl UringBackend {
             queued: Vec::with_capacity(depth),
             ready: Vec::with_capacity(depth),
             cqe_scratch: Vec::with_capacity(cq_entries),
-            submit_each: direct && depth <= SUBMIT_EACH_MAX_DEPTH,
+            submit_each: depth <= factory.submit_each_max_depth,
         })
     }
 
@@ -902,7 +936,45 @@ mod tests {
             fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
             fixed_files: AtomicU8::new(FIXED_UNKNOWN),
             cancels_reads: kernel_cancels_reads(),
+            submit_each_max_depth: 0,
         }
+    }
+
+    /// Device facts with one leaf disk, served by the host or with hardware behind it.
+    fn one_disk(name: &str, host_served: bool) -> DeviceFacts {
+        DeviceFacts {
+            major: 7,
+            minor: 0,
+            name: name.into(),
+            disk: name.into(),
+            model: None,
+            queue: Default::default(),
+            layers: Vec::new(),
+            leaves: vec![crate::host::block_device::LeafDisk {
+                name: name.into(),
+                model: None,
+                queue: Default::default(),
+                host_served,
+            }],
+            reads: Default::default(),
+        }
+    }
+
+    /// Depth 64 enters per read on a disk with hardware (the virtio disk measured 7–10% faster
+    /// that way, §32) and batches on a RAM-backed loop device (20% faster batched, §30); 32 and
+    /// below enter per read everywhere. A shard spread over both kinds, or on an unknown device,
+    /// takes the hardware's rhythm.
+    #[test]
+    fn per_read_enters_reach_depth_64_only_where_a_device_has_hardware() {
+        let loop0 = Some(one_disk("loop0", true));
+        let vda = Some(one_disk("vda", false));
+        assert_eq!(submit_each_max_depth(std::slice::from_ref(&vda)), 64);
+        assert_eq!(submit_each_max_depth(std::slice::from_ref(&loop0)), 32);
+        assert_eq!(submit_each_max_depth(&[loop0.clone(), loop0.clone()]), 32);
+        assert_eq!(submit_each_max_depth(&[loop0.clone(), vda]), 64);
+        assert_eq!(submit_each_max_depth(&[loop0, None]), 64);
+        assert_eq!(submit_each_max_depth(&[None]), 64);
+        assert_eq!(submit_each_max_depth(&[]), 64);
     }
 
     /// The IORING_OP_TIMEOUT path (kernels before 5.11) reads correctly and honours deadlines.

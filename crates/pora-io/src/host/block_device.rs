@@ -63,6 +63,10 @@ pub struct LeafDisk {
     pub name: String,
     pub model: Option<String>,
     pub queue: QueueFacts,
+    /// No device behind it: kernel code on the host's own CPUs serves its reads (a loop device,
+    /// a RAM disk, zram, null_blk). sysfs gives such a disk no `device` link; a disk with
+    /// hardware (or a hypervisor's virtual hardware: virtio, NVMe, SCSI) has one.
+    pub host_served: bool,
 }
 
 /// The block device a file system sits on, resolved through sysfs.
@@ -404,6 +408,7 @@ fn walk_stack(
                     name,
                     model: model_of(disk_dir),
                     queue: queue_facts(disk_dir, sys),
+                    host_served: !disk_dir.join("device").exists(),
                 });
                 leaves.len() - 1
             });
@@ -454,6 +459,14 @@ pub(crate) fn queue_logical_block(disk_dir: &Path) -> Result<u32, Unknown> {
     text.trim()
         .parse()
         .map_err(|_| Unknown(format!("{}: not a number: {text:?}", p.display())))
+}
+
+impl DeviceFacts {
+    /// Every disk at the bottom is served by the host's own CPUs ([`LeafDisk::host_served`]):
+    /// the "device" is kernel code competing with the reader for the same cores.
+    pub fn served_by_host(&self) -> bool {
+        !self.leaves.is_empty() && self.leaves.iter().all(|leaf| leaf.host_served)
+    }
 }
 
 impl BlockDevice {

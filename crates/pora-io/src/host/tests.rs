@@ -43,6 +43,10 @@ fn canned() -> (tempfile::TempDir, Roots) {
     write(&n0.join("nvme0n1p1/partition"), "1\n");
     let n1 = sys.join("devices/pci/nvme1/block/nvme1n1");
     queue(&n1, "[none] mq-deadline\n", 128, 0);
+    // A disk with hardware behind it has a `device` link (to its controller) in sysfs.
+    for disk in [&n0, &n1] {
+        std::fs::create_dir_all(disk.join("device")).unwrap();
+    }
     link(&md, &dm.join("slaves/md0"));
     link(&n0.join("nvme0n1p1"), &md.join("slaves/nvme0n1p1"));
     link(&n1, &md.join("slaves/nvme1n1"));
@@ -214,4 +218,21 @@ fn mountinfo_source_for_anonymous_device() {
     assert_eq!(mount_source(info, 0, 99), None);
     assert_eq!(fs_name(0xEF53), Some("ext4"));
     assert_eq!(fs_name(0x1234), None);
+}
+
+/// A loop device has no `device` link: the host's CPUs serve its reads. The virtio disk and the
+/// NVMe drives under the LUKS/RAID stack have hardware behind them, and so has the stack.
+#[test]
+fn a_disk_without_a_device_link_is_served_by_the_host() {
+    let (_t, roots) = canned();
+    let loop0 = roots.sys.join("devices/virtual/block/loop0");
+    queue(&loop0, "[none] mq-deadline\n", 128, 0);
+    link(&loop0, &roots.sys.join("dev/block/7:0"));
+    let d = device_facts(&roots, 7, 0).unwrap();
+    assert!(d.leaves[0].host_served && d.served_by_host());
+    let vda = device_facts(&roots, 254, 1).unwrap();
+    assert!(!vda.leaves[0].host_served && !vda.served_by_host());
+    let stack = device_facts(&roots, 253, 0).unwrap();
+    assert_eq!(stack.leaves.len(), 2);
+    assert!(stack.leaves.iter().all(|l| !l.host_served) && !stack.served_by_host());
 }

@@ -727,6 +727,23 @@ fn slot_inputs_are_checked_by_the_library_naming_the_c_fields() {
 /// caller's clock (the instant `deadline_remaining_ns` was measured from, just before the call):
 /// each call returns by the deadline + 1 s, and the steering that waited on the device is inside
 /// that. Needs root and /dev/fuse; elsewhere prints SKIP with the reason.
+/// pora-faultfs over `intact`, mounted at `<dir>/mnt` with its rules file in `dir`, passing
+/// every request through until a test sets a rule.
+#[cfg(target_os = "linux")]
+fn mount_faultfs(dir: &std::path::Path, intact: &std::path::Path) -> pora_faultfs::FaultMount {
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let fs = pora_faultfs::FaultMount::mount_with(
+        intact,
+        &mnt,
+        &dir.join("rules"),
+        pora_faultfs::MountOptions::default(),
+    )
+    .expect("mount faultfs");
+    fs.set_rules("").unwrap();
+    fs
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_slot_ends_by_the_callers_deadline_while_steering_waits_on_a_stalling_device() {
@@ -740,16 +757,7 @@ fn a_slot_ends_by_the_callers_deadline_while_steering_waits_on_a_stalling_device
     }
     let dir = tempfile::tempdir().unwrap();
     let intact = write_shard(dir.path(), 0, 12);
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let fs = pora_faultfs::FaultMount::mount_with(
-        &intact,
-        &mnt,
-        &dir.path().join("rules"),
-        pora_faultfs::MountOptions::default(),
-    )
-    .expect("mount faultfs");
-    fs.set_rules("").unwrap();
+    let fs = mount_faultfs(dir.path(), &intact);
     let (handle, _) = open(&[fs.path()], &empty_options()).unwrap();
     let randao = [9u8; 32];
     const SLOT: Duration = Duration::from_millis(1500);
@@ -829,16 +837,7 @@ fn a_slot_beside_a_hash_stuck_on_a_held_read_ends_by_the_callers_deadline() {
     let want: Value = serde_json::from_str(&want).unwrap();
     let offset = HEADER_SIZE + want["sampleIdxs"][0].as_u64().unwrap() * 32;
     let page = offset & !4095;
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let fs = pora_faultfs::FaultMount::mount_with(
-        &intact,
-        &mnt,
-        &dir.path().join("rules"),
-        pora_faultfs::MountOptions::default(),
-    )
-    .expect("mount faultfs");
-    fs.set_rules("").unwrap();
+    let fs = mount_faultfs(dir.path(), &intact);
     let (handle, _) = open(&[fs.path()], &options).unwrap();
     // Held only once the file is open: the header's read (and its readahead) has been served.
     fs.set_rules(&format!("hold {page} {}\n", page + 4096))

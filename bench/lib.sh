@@ -1,5 +1,9 @@
-# Sourced by the bench scripts (not run alone), from the repository root: the defaults and the
-# set-up several of them share.
+# Sourced by the bench scripts (not run alone): the defaults and the set-up several of them share.
+# A script may source it from anywhere (`source "$(dirname "$0")/lib.sh"`): it sets the strict
+# mode every bench script runs in and moves to the repository root, where the paths below (and
+# the scripts' own) are relative to; for a script already there both are no-ops.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The defaults they share (each can be set in the environment): the pora binary, extra flags for
 # it, the size of a shard they create, and where that shard goes when no file is named.

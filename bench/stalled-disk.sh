@@ -11,10 +11,8 @@
 # Usage: bench/stalled-disk.sh [OUT]     (root, /dev/fuse; builds release pora and pora-faultfs)
 #   METHODS="pread uring-direct"  the methods (default: every real method that opens here)
 #   PORA=path                     the pora binary to measure (default: the release build)
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT="${1:-/tmp/pora-stalled-disk}"
 stall_bench stalled-disk.sh "$OUT" release
 METHODS="${METHODS:-pread pread-shared direct mmap uring uring-direct}"

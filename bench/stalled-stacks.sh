@@ -9,10 +9,8 @@
 #
 # Usage: bench/stalled-stacks.sh [OUT]   (root, /dev/fuse)
 #   RUNS=6 METHOD=mmap PORA=path (default: the debug build, as the tests run it)
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 OUT="${1:-/tmp/pora-stalled-stacks}"
 stall_bench stalled-stacks.sh "$OUT" debug
 METHOD="${METHOD:-mmap}"

@@ -1,5 +1,9 @@
-# Sourced by the bench scripts (not run alone), from the repository root: the defaults and the
-# set-up several of them share.
+# Sourced by the bench scripts (not run alone): the defaults and the set-up several of them share.
+# A script may source it from anywhere (`source "$(dirname "$0")/lib.sh"`): it sets the strict
+# mode every bench script runs in and moves to the repository root, where the paths below (and
+# the scripts' own) are relative to; for a script already there both are no-ops.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The defaults they share (each can be set in the environment): the pora binary, extra flags for
 # it, the size of a shard they create, and where that shard goes when no file is named.
@@ -55,19 +59,24 @@ with open(sys.argv[1], "w") as f:
 EOF
 }
 
-# stall_bench NAME OUT PROFILE: the set-up of the scripts that mine through a stalling
+# stall_bench NAME PROFILE BITS [OUT]: the set-up of the scripts that mine through a stalling
 # pora-faultfs mount (stalled-disk.sh, stalled-stacks.sh): stops NAME unless it runs as root
 # with /dev/fuse (the mount is made with mount(2)), builds pora with PROFILE (release or debug)
-# and pora-faultfs (release), sets PORA (unless the caller named one) and FAULTFS, makes OUT.
+# and pora-faultfs (release), sets PORA (unless the caller named one) and FAULTFS, sets OUT
+# (default /tmp/pora-NAME without `.sh`) and makes it, and sets SHARD to OUT/shard.dat, a random
+# shard 0 of 2^BITS KVs created quietly unless it is there (the FUSE server serves it).
 stall_bench() {
     [ "$(id -u)" = 0 ] || { echo "$1: FAIL: needs root (mount(2) of the FUSE server)" >&2; exit 1; }
     [ -e /dev/fuse ] || { echo "$1: FAIL: no /dev/fuse" >&2; exit 1; }
     local target="${CARGO_TARGET_DIR:-$PWD/target}" flag=()
-    [ "$3" = release ] && flag=(--release)
+    [ "$2" = release ] && flag=(--release)
     cargo build "${flag[@]}" -q -p pora && cargo build --release -q -p pora-faultfs
-    PORA="${PORA_GIVEN:-$target/$3/pora}"
+    PORA="${PORA_GIVEN:-$target/$2/pora}"
     FAULTFS="$target/release/pora-faultfs"
-    mkdir -p "$2"
+    OUT="${4:-/tmp/pora-${1%.sh}}"
+    mkdir -p "$OUT"
+    SHARD="$OUT/shard.dat"
+    [ -f "$SHARD" ] || "$PORA" create "$SHARD" --shard 0 --kv-entries-bits "$3" --fill random >/dev/null
 }
 
 # mount_libfuse FAULTFS SHARD MNT RULES LOG: serves SHARD at MNT/ through `pora-faultfs --libfuse`

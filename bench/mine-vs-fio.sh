@@ -16,11 +16,8 @@
 #        PORA_ARGS="..."    extra `pora mine` flags (e.g. "--threads 4 --depth 512")
 # Prints both rates and both CPU costs per read (user + system time over the reads).
 # Smoke test: DURATION=2 KV_ENTRIES_BITS=6 bench/mine-vs-fio.sh /tmp/x/small.dat
-set -euo pipefail
-
-cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-30}
 FIO_DEPTH=${FIO_DEPTH:-64}

@@ -22,11 +22,8 @@
 #        PORA_ARGS="..."     extra flags for both (e.g. "--method io_uring --threads 2 --depth 256")
 #        PORT=9645           serve port on 127.0.0.1
 # Smoke test: DURATION=1 PAIRS=1 KV_ENTRIES_BITS=6 bench/serve-vs-mine.sh /tmp/x/small.dat
-set -euo pipefail
-
-cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 SHARD=${1:-$DEFAULT_SHARD}
 DURATION=${DURATION:-12}
 PAIRS=${PAIRS:-6}

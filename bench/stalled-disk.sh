@@ -11,20 +11,15 @@
 # Usage: bench/stalled-disk.sh [OUT]     (root, /dev/fuse; builds release pora and pora-faultfs)
 #   METHODS="pread uring-direct"  the methods (default: every real method that opens here)
 #   PORA=path                     the pora binary to measure (default: the release build)
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
-OUT="${1:-/tmp/pora-stalled-disk}"
-stall_bench stalled-disk.sh "$OUT" release
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+stall_bench stalled-disk.sh release 11 "${1:-}"
 METHODS="${METHODS:-pread pread-shared direct mmap uring uring-direct}"
 
-shard="$OUT/shard.dat"
-[ -f "$shard" ] || "$PORA" create "$shard" --shard 0 --kv-entries-bits 11 --fill random >/dev/null
 mnt="$OUT/mnt"
 rules="$OUT/rules.txt"
 stall_rules "$rules" "100 300 500 700 900 1100 1300 1500" "600 1600"
-mount_libfuse "$FAULTFS" "$shard" "$mnt" "$rules" "$OUT/faultfs.log" || { echo "stalled-disk.sh: FAIL" >&2; exit 1; }
+mount_libfuse "$FAULTFS" "$SHARD" "$mnt" "$rules" "$OUT/faultfs.log" || { echo "stalled-disk.sh: FAIL" >&2; exit 1; }
 fs_pid=$FAULTFS_PID
 trap 'kill $fs_pid 2>/dev/null; wait $fs_pid 2>/dev/null || true' EXIT
 

@@ -9,22 +9,17 @@
 #
 # Usage: bench/stalled-stacks.sh [OUT]   (root, /dev/fuse)
 #   RUNS=6 METHOD=mmap PORA=path (default: the debug build, as the tests run it)
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
-source bench/lib.sh
-OUT="${1:-/tmp/pora-stalled-stacks}"
-stall_bench stalled-stacks.sh "$OUT" debug
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+stall_bench stalled-stacks.sh debug 7 "${1:-}"
 METHOD="${METHOD:-mmap}"
 RUNS="${RUNS:-6}"
 
-shard="$OUT/shard.dat"
-[ -f "$shard" ] || "$PORA" create "$shard" --shard 0 --kv-entries-bits 7 --fill random >/dev/null
 stall_rules "$OUT/rules.txt" "3 19 35 51 67 83 99 115" "40 90"
 randao=0x$(printf '22%.0s' $(seq 32))
 for run in $(seq "$RUNS"); do
     mnt="$OUT/mnt"
-    mount_libfuse "$FAULTFS" "$shard" "$mnt" "$OUT/rules.txt" "$OUT/faultfs.log"
+    mount_libfuse "$FAULTFS" "$SHARD" "$mnt" "$OUT/rules.txt" "$OUT/faultfs.log"
     fs_pid=$FAULTFS_PID
     sync
     echo 3 >/proc/sys/vm/drop_caches

@@ -124,16 +124,46 @@ fn skip_drops_each_touched_nonce_at_its_first_error() {
     }
 }
 
+/// Mines with `--on-io-error retry` and a persistent fault at `depth` reads per worker: each
+/// touched nonce's failed read is issued exactly 1 + MAX_RETRIES times, then the nonce is
+/// dropped, and every other nonce is found. Returns the report for the caller's own checks.
+fn assert_retry_drops_persistent_faults(fx: &Fixture, depth: usize) -> SlotReport {
+    let stats = SimStats::default();
+    let report = mine_at_depth(fx, OnIoError::Retry, false, None, &stats, depth).unwrap();
+    assert_dropped_exactly_the_touched(fx, &report);
+    assert_eq!(
+        stats.faults_injected(),
+        fx.touched.len() as u64 * (1 + u64::from(MAX_RETRIES)),
+        "depth {depth}: every failed read re-issued {MAX_RETRIES} times"
+    );
+    report
+}
+
+/// Mines with `--on-io-error retry` and intermittent faults (half the reads in the range fail)
+/// at `depth` reads per worker: every nonce is tried or dropped, and most recover.
+fn assert_retry_recovers_intermittent_faults(fx: &Fixture, depth: usize) {
+    let stats = SimStats::default();
+    let report = mine_at_depth(fx, OnIoError::Retry, true, Some(0.5), &stats, depth).unwrap();
+    let shard = &report.shards[0];
+    assert!(stats.faults_injected() > 0);
+    assert_eq!(
+        shard.nonces_tried + shard.io_errors,
+        NONCES.end,
+        "depth {depth}: every nonce is tried or dropped"
+    );
+    assert!(
+        shard.io_errors < fx.touched.len() as u64 / 2,
+        "depth {depth}: most intermittent errors recover: {} dropped",
+        shard.io_errors
+    );
+    // Every reported nonce was re-verified against the real bytes by the plain path.
+    assert_eq!(shard.found.len() as u64, shard.nonces_tried);
+}
+
 #[test]
 fn retry_reissues_a_persistent_error_then_drops_the_nonce() {
     let fx = fixture();
-    let stats = SimStats::default();
-    let report = mine(&fx, OnIoError::Retry, false, None, &stats).unwrap();
-    assert_dropped_exactly_the_touched(&fx, &report);
-    assert_eq!(
-        stats.faults_injected(),
-        fx.touched.len() as u64 * (1 + u64::from(MAX_RETRIES))
-    );
+    let report = assert_retry_drops_persistent_faults(&fx, DEPTH);
     assert!(
         report.io_error_messages[0].contains("retries"),
         "{}",
@@ -143,58 +173,19 @@ fn retry_reissues_a_persistent_error_then_drops_the_nonce() {
 
 #[test]
 fn retry_recovers_from_intermittent_errors() {
-    let fx = fixture();
-    let stats = SimStats::default();
-    let report = mine(&fx, OnIoError::Retry, true, Some(0.5), &stats).unwrap();
-    let shard = &report.shards[0];
-    assert!(stats.faults_injected() > 0);
-    assert_eq!(
-        shard.nonces_tried + shard.io_errors,
-        NONCES.end,
-        "every nonce is tried or dropped"
-    );
-    assert!(
-        shard.io_errors < fx.touched.len() as u64 / 2,
-        "most intermittent errors recover: {} dropped",
-        shard.io_errors
-    );
-    // Every reported nonce was re-verified against the real bytes by the plain path.
-    assert_eq!(shard.found.len() as u64, shard.nonces_tried);
+    assert_retry_recovers_intermittent_faults(&fixture(), DEPTH);
 }
 
 /// A batch of more than 16 completions is hashed and pushed in groups of 16 (`worker.rs`,
 /// `PUSH_GROUP`); at depth 24 or 40 (not a multiple of 16) a batch ends in a partial group, and
-/// the failed reads of either group are re-issued with the group they fall in. Persistent
-/// faults: each touched nonce's failed read is issued exactly 1 + MAX_RETRIES times, then the
-/// nonce is dropped, and every other nonce is found; intermittent ones: every nonce is tried or
-/// dropped, most recover.
+/// the failed reads of either group are re-issued with the group they fall in: the persistent
+/// and intermittent checks above hold there too.
 #[test]
 fn retries_cross_the_push_groups_at_a_depth_that_is_not_a_multiple_of_16() {
     for depth in [24, 40] {
         let fx = fixture();
-        let stats = SimStats::default();
-        let report = mine_at_depth(&fx, OnIoError::Retry, false, None, &stats, depth).unwrap();
-        assert_dropped_exactly_the_touched(&fx, &report);
-        assert_eq!(
-            stats.faults_injected(),
-            fx.touched.len() as u64 * (1 + u64::from(MAX_RETRIES)),
-            "depth {depth}: every failed read re-issued {MAX_RETRIES} times"
-        );
-        let stats = SimStats::default();
-        let report = mine_at_depth(&fx, OnIoError::Retry, true, Some(0.5), &stats, depth).unwrap();
-        let shard = &report.shards[0];
-        assert!(stats.faults_injected() > 0);
-        assert_eq!(
-            shard.nonces_tried + shard.io_errors,
-            NONCES.end,
-            "depth {depth}: every nonce is tried or dropped"
-        );
-        assert!(
-            shard.io_errors < fx.touched.len() as u64 / 2,
-            "depth {depth}: most intermittent errors recover: {} dropped",
-            shard.io_errors
-        );
-        assert_eq!(shard.found.len() as u64, shard.nonces_tried);
+        assert_retry_drops_persistent_faults(&fx, depth);
+        assert_retry_recovers_intermittent_faults(&fx, depth);
     }
 }
 

@@ -243,53 +243,24 @@ pub fn sweep(
             }
         }
     }
-    loop {
-        drop_clearly_worse(&mut arms, plan);
-        let next: Vec<usize> = (0..arms.len())
-            .filter(|&i| arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials)
-            .collect();
-        if next.is_empty() {
-            break;
-        }
-        if let Some(interrupted) = more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
-        {
-            return Sweep {
-                arms,
-                interrupted,
-                spent_sec: spent,
-            };
-        }
-    }
-    // The rounds are over with budget left, and the knee's trials may still vary too much to be
-    // trusted: a slow moment of the device landed in some of them. The knee and the best arm
-    // get more trials, so the moment weighs less, until the spread is trusted, they have
-    // `max_trials_untrusted`, or the budget is spent (BENCHMARKS 30.3: a knee measured at CV
-    // 0.11 in 4 trials forecast 0.51 where mine mined 0.59-0.61).
-    while let Some(c) = choose(&arms, plan.knee_margin) {
-        if c.knee.cv() <= plan.trust_cv {
-            break;
-        }
-        let mut targets = vec![c.knee.arm];
-        if c.best.arm != c.knee.arm {
-            targets.push(c.best.arm);
-        }
-        let next: Vec<usize> = targets
-            .iter()
-            .filter_map(|t| arms.iter().position(|a| a.arm == *t))
-            .filter(|&i| {
-                arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials_untrusted
-            })
-            .collect();
-        if next.is_empty() {
-            break;
-        }
-        if let Some(interrupted) = more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
-        {
-            return Sweep {
-                arms,
-                interrupted,
-                spent_sec: spent,
-            };
+    // Two phases after round 1, each giving one more trial to the arms it picks until it picks
+    // none: the later rounds, then the untrusted knee.
+    let phases: [PickArms; 2] = [next_round_arms, untrusted_knee_arms];
+    for pick in phases {
+        loop {
+            let next = pick(&mut arms, plan);
+            if next.is_empty() {
+                break;
+            }
+            if let Some(interrupted) =
+                more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
+            {
+                return Sweep {
+                    arms,
+                    interrupted,
+                    spent_sec: spent,
+                };
+            }
         }
     }
     Sweep {
@@ -297,6 +268,42 @@ pub fn sweep(
         interrupted: false,
         spent_sec: spent,
     }
+}
+
+/// Picks the arms (indices into the sweep's arms) that get one more trial each next; none when
+/// the phase is over.
+type PickArms = fn(&mut [ArmStats], &SweepPlan) -> Vec<usize>;
+
+/// The arms of a later round: every arm not clearly worse than the best (the others are
+/// dropped first) and short of `max_trials`.
+fn next_round_arms(arms: &mut [ArmStats], plan: &SweepPlan) -> Vec<usize> {
+    drop_clearly_worse(arms, plan);
+    (0..arms.len())
+        .filter(|&i| arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials)
+        .collect()
+}
+
+/// The arms to run once the rounds are over with budget left, and the knee's trials may still
+/// vary too much to be trusted: a slow moment of the device landed in some of them. The knee
+/// and the best arm get more trials, so the moment weighs less, until the spread is trusted or
+/// they have `max_trials_untrusted` (BENCHMARKS 30.3: a knee measured at CV 0.11 in 4 trials
+/// forecast 0.51 where mine mined 0.59-0.61). None once there is no knee or it is trusted.
+fn untrusted_knee_arms(arms: &mut [ArmStats], plan: &SweepPlan) -> Vec<usize> {
+    let Some(c) = choose(arms, plan.knee_margin) else {
+        return vec![];
+    };
+    if c.knee.cv() <= plan.trust_cv {
+        return vec![];
+    }
+    let mut targets = vec![c.knee.arm];
+    if c.best.arm != c.knee.arm {
+        targets.push(c.best.arm);
+    }
+    targets
+        .iter()
+        .filter_map(|t| arms.iter().position(|a| a.arm == *t))
+        .filter(|&i| arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials_untrusted)
+        .collect()
 }
 
 /// Whether the budget has no room for another trial after `spent` seconds.

@@ -183,7 +183,7 @@ step "Go package for windows/amd64: gofmt, go vet, test binaries and porago.exe"
     [ -z "$unformatted" ] || fail "gofmt would reformat: $unformatted"
     "${GO_WIN[@]}" go vet -tags pora_sim ./... || fail "go vet (GOOS=windows) found problems"
     "${GO_WIN[@]}" go vet -tags wine,pora_sim . || fail "go vet (GOOS=windows, -tags wine) found problems"
-    # -tags wine: wine_windows_test.go lets t.TempDir's cleanup work under Wine 8 (see there);
+    # -tags wine: wine_windows.go lets t.TempDir's cleanup work under Wine 8 (see there);
     # it reaches a switch inside Go's std, which the linker allows only with -checklinkname=0.
     "${GO_WIN[@]}" go test -c -tags wine,pora_sim -ldflags=-checklinkname=0 -o "$GO_OUT/pora_test.exe" . \
         || fail "cross-compiling the Go tests failed"

@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -33,34 +31,6 @@ func EncodeKernel() (kernel string, supported []string, err error) {
 	return *new(string), *new([]string), noLibrary("EncodeKernel")
 }
 
-type Encoder struct {
-	// Kernel is the multiply kernel every mask of this process runs on.
-	Kernel string
-}
-
-func NewEncoder() (*Encoder, error) {
-	kernel, _, err := EncodeKernel()
-	if err != nil {
-		return nil, err
-	}
-	return &Encoder{Kernel: kernel}, nil
-}
-
-func (e *Encoder) Mask(key [32]byte, out []byte) error { return Mask(key, out) }
-
-func (e *Encoder) EncodeBlob(key [32]byte, blob, out []byte) error {
-	if len(blob) > KVSize {
-		return &Error{Status: StatusInvalidArgument, Op: "encode blob", Message: fmt.Sprintf("blob: %d bytes, at most %d", len(blob), KVSize)}
-	}
-	if err := Mask(key, out); err != nil {
-		return err
-	}
-	for i, b := range blob {
-		out[i] ^= b
-	}
-	return nil
-}
-
 func EncodeKV(key [32]byte, data []byte) error {
 	return noLibrary("EncodeKV")
 }
@@ -69,71 +39,12 @@ func DecodeKV(key [32]byte, data []byte) error {
 	return noLibrary("DecodeKV")
 }
 
-type FillReport struct {
-	File    string `json:"file"`
-	KVStart uint64 `json:"kvStart"`
-	KVEnd   uint64 `json:"kvEnd"`
-	// KVs is how many KVs were written; Skipped those of the range left alone (they already
-	// held their mask, or a blob). Refilled counts KVs marked filled that did not hold their
-	// mask and were written again (part of KVs).
-	KVs      uint64 `json:"kvs"`
-	Skipped  uint64 `json:"skipped"`
-	Refilled uint64 `json:"refilled"`
-	// Kernel is the encoder's multiply kernel every mask ran on (EncodeKernel).
-	Kernel  string  `json:"kernel"`
-	Seconds float64 `json:"seconds"`
-	Threads int     `json:"threads"`
-	// MsPerKVPerCore is wall time per KV times threads.
-	MsPerKVPerCore float64 `json:"msPerKvPerCore"`
-	// CPUSeconds and CPUMsPerKV are the process's CPU time, where the OS reports it.
-	CPUSeconds *float64 `json:"cpuSeconds"`
-	CPUMsPerKV *float64 `json:"cpuMsPerKv"`
-	// Raw is the record as pora produced it.
-	Raw json.RawMessage `json:"-"`
-}
-
 func FillEmpty(path string, kvStart, kvEnd uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmpty")
 }
 
 func FillEmptyKVs(path string, kvIdxs []uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmptyKVs")
-}
-
-func (e *Encoder) MaskKVs(miner [20]byte, kvIdxs []uint64, threads int, write func(kvIdx uint64, mask []byte) error) error {
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
-
-	masks := make([][]byte, threads)
-	errs := make([]error, threads)
-	for i := range masks {
-		masks[i] = make([]byte, KVSize)
-	}
-	for start := 0; start < len(kvIdxs); start += threads {
-		batch := kvIdxs[start:]
-		if len(batch) > threads {
-			batch = batch[:threads]
-		}
-		var wg sync.WaitGroup
-		for i, kv := range batch {
-			wg.Add(1)
-			go func(i int, kv uint64) {
-				defer wg.Done()
-				errs[i] = Mask(EncodeKey([32]byte{}, kv, miner), masks[i])
-			}(i, kv)
-		}
-		wg.Wait()
-		for i, kv := range batch {
-			if errs[i] != nil {
-				return errs[i]
-			}
-			if err := write(kv, masks[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 type NonceProof struct {

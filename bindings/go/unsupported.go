@@ -47,91 +47,6 @@ func FillEmptyKVs(path string, kvIdxs []uint64, threads int) (FillReport, error)
 	return *new(FillReport), noLibrary("FillEmptyKVs")
 }
 
-type NonceProof struct {
-	Nonce          uint64   `json:"nonce"`
-	Hash0          string   `json:"hash0"`
-	SampleIdxs     []uint64 `json:"sampleIdxs"`
-	KvIdxs         []uint64 `json:"kvIdxs"`
-	SampleIdxsInKv []uint64 `json:"sampleIdxsInKv"`
-	EncodedSamples []string `json:"encodedSamples"`
-	Hash1          string   `json:"hash1"`
-}
-
-type HashRecord struct {
-	NonceProof
-	Shard        uint64 `json:"shard"`
-	Miner        string `json:"miner"`
-	Randao       string `json:"randao"`
-	RequiredDiff string `json:"requiredDiff,omitempty"`
-	Valid        *bool  `json:"valid,omitempty"`
-	// Raw is the record as pora produced it.
-	Raw json.RawMessage `json:"-"`
-}
-
-type ShardSlot struct {
-	Slot        uint64  `json:"slot"`
-	Shard       uint64  `json:"shard"`
-	Randao      string  `json:"randao"`
-	NonceLimit  uint64  `json:"nonceLimit"`
-	NoncesTried uint64  `json:"noncesTried"`
-	MiningPower float64 `json:"miningPower"`
-	ElapsedSec  float64 `json:"elapsedSec"`
-	// EndLateMs is when the answer was built against the caller's deadline, milliseconds:
-	// negative when the slot ended early, at most about 1000 whatever the disk does.
-	EndLateMs   float64 `json:"endLateMs"`
-	SamplesRead uint64  `json:"samplesRead"`
-	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
-	SamplesFromOverlay uint64  `json:"samplesFromOverlay"`
-	SamplesPerSec      float64 `json:"samplesPerSec"`
-	Method             string  `json:"method"`
-	Threads            int     `json:"threads"`
-	Depth              int     `json:"depth"`
-	// Why says where the method came from (for `auto`, the slot's decision); Steering is
-	// that decision in full, nil when the method was given.
-	Why               string    `json:"why"`
-	Steering          *Steering `json:"steering"`
-	Device            *string   `json:"device"` // the shard's device pool; nil when unknown
-	IOErrors          uint64    `json:"ioErrors"`
-	ChangedDuringSlot uint64    `json:"changedDuringSlot"`
-	Bottleneck        string    `json:"bottleneck"`
-	IOWaitFraction    float64   `json:"ioWaitFraction"`
-	CPUBusyFraction   float64   `json:"cpuBusyFraction"`
-	Interrupted       bool      `json:"interrupted"`
-	// LeakedBackends are the backends this process gave up on so far (reads stuck in a dead
-	// device's kernel queue): 0 on a healthy device.
-	LeakedBackends uint64 `json:"leakedBackends"`
-	// StuckBackends are the backends out of use when the slot ended (held by reads the device
-	// has not answered); each device pool keeps at most its thread count out, and they come
-	// back by themselves when the device answers.
-	StuckBackends uint64       `json:"stuckBackends"`
-	Found         []NonceProof `json:"found"`
-	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
-	Raw json.RawMessage `json:"-"`
-}
-
-type SlotReport struct {
-	Shards []ShardSlot
-	// IOErrorMessages are the first few read errors, naming file and offset.
-	IOErrorMessages []string
-}
-
-type SlotRequest struct {
-	// Randao is the 32-byte randao mix digest.
-	Randao []byte
-	// Nonces NonceStart..NonceEnd (end exclusive); both zero = es-node's 0..2^20.
-	NonceStart, NonceEnd uint64
-	// Find mode (FindFirst by default).
-	Find Find
-	// Difficulty; nil = no nonce is valid (throughput runs).
-	Difficulty *Difficulty
-	// SlotNumber is written into each record's slot field.
-	SlotNumber uint64
-	// SlotLength is the slot length when the context has no deadline (0 = DefaultSlotLength).
-	SlotLength time.Duration
-	// Overlay, when set, holds KVs sampled from memory instead of the files (es-node's cache).
-	Overlay *Overlay
-}
-
 const (
 	// DefaultNonces is es-node's nonces per shard and slot.
 	DefaultNonces = 1048576
@@ -150,14 +65,6 @@ const (
 
 func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, error) {
 	return *new(*SlotReport), noLibrary("Shards.MineSlot")
-}
-
-func (s *Shards) Hash(shard uint64, randao []byte, nonce uint64) (*HashRecord, error) {
-	return s.HashWithDifficulty(shard, randao, nonce, nil)
-}
-
-func (s *Shards) HashWithDifficulty(shard uint64, randao []byte, nonce uint64, d *Difficulty) (*HashRecord, error) {
-	return s.HashWithOverlay(shard, randao, nonce, d, nil)
 }
 
 func (s *Shards) HashWithOverlay(shard uint64, randao []byte, nonce uint64, d *Difficulty, overlay *Overlay) (*HashRecord, error) {

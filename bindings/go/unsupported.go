@@ -6,8 +6,6 @@ package porago
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -78,9 +76,6 @@ const (
 	FindAll Find = 2
 )
 
-type Overlay struct {
-}
-
 func NewOverlay() (*Overlay, error) {
 	return *new(*Overlay), noLibrary("NewOverlay")
 }
@@ -103,8 +98,6 @@ func (o *Overlay) Close() error {
 
 const ABIVersion = uint32(4)
 
-type Status int
-
 const (
 	StatusOK              Status = 0
 	StatusInvalidArgument Status = 1
@@ -115,96 +108,8 @@ const (
 	StatusPanic           Status = 6
 )
 
-func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "ok"
-	case StatusInvalidArgument:
-		return "invalid argument"
-	case StatusIO:
-		return "i/o error"
-	case StatusShard:
-		return "bad shard"
-	case StatusBusy:
-		return "busy"
-	case StatusClosed:
-		return "closed"
-	case StatusPanic:
-		return "panic"
-	}
-	return fmt.Sprintf("status %d", int(s))
-}
-
-type Error struct {
-	Status  Status
-	Op      string
-	Message string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("pora %s: %s: %s", e.Op, e.Status, e.Message)
-}
-
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Op == "" && t.Message == "" && t.Status == e.Status
-}
-
-var (
-	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
-	ErrIO              = &Error{Status: StatusIO}
-	ErrShard           = &Error{Status: StatusShard}
-	ErrBusy            = &Error{Status: StatusBusy}
-	ErrClosed          = &Error{Status: StatusClosed}
-	ErrPanic           = &Error{Status: StatusPanic}
-)
-
 func LibraryABIVersion() uint32 {
 	panic(noLibrary("LibraryABIVersion"))
-}
-
-type Choice struct {
-	Method  string  `json:"method"`
-	Threads int     `json:"threads"`
-	Depth   int     `json:"depth"`
-	Profile *string `json:"profile"`
-	Why     string  `json:"why"`
-	// Device is the disk the shards sit on ("vda", or "major:minor" for tmpfs), when known.
-	Device *string `json:"device"`
-	// Shards are the shard indexes mined with this choice.
-	Shards []uint64 `json:"shards"`
-	// IO describes the opened backend (method, alignment, ring features).
-	IO string `json:"io"`
-	// Steering is how `auto` chose; nil when the method was given.
-	Steering *Steering `json:"steering"`
-}
-
-type ShardInfo struct {
-	Shard         uint64   `json:"shard"`
-	Files         []string `json:"files"`
-	Miner         string   `json:"miner"`
-	KVEntriesBits uint32   `json:"kvEntriesBits"`
-	KVSizeBits    uint32   `json:"kvSizeBits"`
-}
-
-type Shards struct {
-
-	// Choice is the first device's choice (the only one when all shards share a device).
-	Choice Choice
-	// Choices has one choice per device: each device's shards have their own method, threads,
-	// depth and profile.
-	Choices []Choice
-	// ShardIdxs is the shard index of each group given to Open, in the order slots report
-	// them: device by device, in the given order within a device.
-	ShardIdxs []uint64
-	// Info describes each shard, in the order of ShardIdxs.
-	Info []ShardInfo
-	// RandomChecks is the samples per nonce the set mines with.
-	RandomChecks int
-	// Notes are things the user should know about how the set was opened (a stale profile...).
-	Notes []string
-	// Raw is pora_open's answer as pora produced it.
-	Raw json.RawMessage
 }
 
 func Open(groups [][]string, opts Options) (*Shards, error) {

@@ -9,40 +9,88 @@ import (
 	"time"
 )
 
+// Available is nil when this build links libpora; where it does not (unsupported.go), it is an
+// error naming the platform (GOOS/GOARCH, and cgo when it is off) that wraps ErrNoLibrary. A
+// caller checks it once at start-up, before opening anything. stubgen: stub body.
 func Available() error {
 	return noLibrary("Available")
 }
 
+// KVSize is the bytes of one KV of an encodeType-3 shard (one blob) and of its mask.
 const KVSize = int(131072)
 
+// EncodeKey is es-node's CalcEncodeKey(commit, kvIdx, miner): the raw 32-byte key of global KV
+// kvIdx for miner. Like es-node, only the first 24 bytes of commit (the data hash the contract
+// keeps) enter the key, so a KV's 32-byte meta entry may be passed as it is; an empty KV has
+// the zero commit.
+//
+// It cannot fail on any input: every length is fixed by its type. A failure reported by
+// libpora here would be a bug in the library, and EncodeKey panics with its *Error rather than
+// return a key that would mis-encode data.
 func EncodeKey(commit [32]byte, kvIdx uint64, miner [20]byte) [32]byte {
 	panic(noLibrary("EncodeKey"))
 }
 
+// Mask writes the BLOB_POSEIDON mask of key (raw, as EncodeKey returns it) into out, which must
+// be exactly KVSize bytes: the bytes an empty KV holds on disk. About 5 ms of one core with
+// AVX-512 IFMA, 27 ms without (docs/BENCHMARKS.md 20); safe to call from many goroutines at once. A wrong length is ErrInvalidArgument and out is
+// left as it was.
 func Mask(key [32]byte, out []byte) error {
 	return noLibrary("Mask")
 }
 
+// EncodeKernel names the encoder's multiply kernel for this process ("portable", "adx",
+// "avx512f" or "ifma"), chosen once (the fastest this CPU runs, or PORA_ENCODE_ARITH) and checked, with every
+// kernel this CPU could run. A bad PORA_ENCODE_ARITH (an unknown name, or a kernel this CPU
+// lacks) is ErrInvalidArgument naming the variable: call it (or NewEncoder) before writing the
+// first KV, so a bad setting stops the program there rather than failing every mask later.
 func EncodeKernel() (kernel string, supported []string, err error) {
 	return *new(string), *new([]string), noLibrary("EncodeKernel")
 }
 
+// EncodeKV is es-node's EncodeChunk(KVSize, data, 3, key) in place: data, exactly KVSize bytes,
+// becomes the bytes stored on disk for it (the blob XOR the mask of key). es-node zero-pads a
+// blob shorter than a KV before encoding it, and so must the caller: a shorter data is
+// ErrInvalidArgument and left as it was.
 func EncodeKV(key [32]byte, data []byte) error {
 	return noLibrary("EncodeKV")
 }
 
+// DecodeKV is es-node's DecodeChunk(KVSize, data, 3, key) in place: the first len(data) stored
+// bytes of a KV (at most KVSize) become the blob's first len(data) bytes. Like es-node, a prefix
+// may be decoded (a blob of size bytes: data[:size]); empty data does nothing.
 func DecodeKV(key [32]byte, data []byte) error {
 	return noLibrary("DecodeKV")
 }
 
+// FillEmpty fills KVs kvStart..kvEnd (global KV indices, end exclusive) of the existing
+// encodeType-3 data file at path with their empty masks for the miner in its header, and marks
+// each "filled, commit 0" in its meta entry once its data is synced: what `pora create FILE
+// --fill empty --resume --kv-range A..B` does with flags matching the file's header. KVs
+// already holding their mask are skipped and KVs holding a blob are never touched, so a call
+// may be repeated or resumed after an interruption. threads mask workers, 1 to 256 or 0 for
+// every CPU. It blocks until done (about 5 ms of one core per KV with IFMA, 27 ms without): run it on its own goroutine.
+//
+// Refused before anything is written, with a message naming the file and field: a file that is
+// not an encodeType-3 data file with 128 KiB KVs (ErrShard), a range empty or outside the
+// file's KVs (ErrInvalidArgument), a missing or unreadable file (ErrIO).
 func FillEmpty(path string, kvStart, kvEnd uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmpty")
 }
 
+// FillEmptyKVs fills exactly the KVs kvIdxs (global indices, any order, none twice) of the
+// existing encodeType-3 data file at path with their empty masks and marks each "filled,
+// commit 0", whatever the file holds there: es-node's CommitEmptyBlobs view, where the contract
+// says which KVs are empty (es-node v0.2.10 overwrites such a KV; FillEmpty skips one whose meta
+// entry says it holds a blob or its mask). Nothing is skipped (Skipped 0); KVStart..KVEnd is the
+// span of kvIdxs. Refused before anything is written, as FillEmpty is, and for an empty list, a
+// KV named twice or one outside the file (ErrInvalidArgument).
 func FillEmptyKVs(path string, kvIdxs []uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmptyKVs")
 }
 
+// es-node's slot and pora's limits, as the library states them (pora.h's PORA_DEFAULT_* and
+// PORA_MAX_*).
 const (
 	// DefaultNonces is es-node's nonces per shard and slot.
 	DefaultNonces = 1048576
@@ -59,14 +107,23 @@ const (
 	DefaultMinimumDiff    = 10485760
 )
 
+// MineSlot mines one slot on every shard. The context's deadline is the slot deadline (no read
+// is issued after it); cancelling the context stops the slot within about 50 ms and returns the
+// partial report (Interrupted set) together with ctx.Err(). A slot already running on this set
+// makes it return ErrBusy at once; Close during the slot makes it return ErrClosed.
 func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, error) {
 	return *new(*SlotReport), noLibrary("Shards.MineSlot")
 }
 
+// HashWithOverlay is HashWithDifficulty (d may be nil) with the samples inside overlay's KVs
+// taken from memory, exactly as a slot with that overlay reads them: it checks a nonce found
+// while es-node's blob cache held blobs the file does not have yet. A nil overlay reads the
+// files only.
 func (s *Shards) HashWithOverlay(shard uint64, randao []byte, nonce uint64, d *Difficulty, overlay *Overlay) (*HashRecord, error) {
 	return *new(*HashRecord), noLibrary("Shards.HashWithOverlay")
 }
 
+// The find modes.
 const (
 	// FindFirst stops each shard's slot at its first valid nonce (es-node's behaviour).
 	FindFirst Find = 0
@@ -76,28 +133,39 @@ const (
 	FindAll Find = 2
 )
 
+// NewOverlay makes an empty overlay; Close frees it.
 func NewOverlay() (*Overlay, error) {
 	return *new(*Overlay), noLibrary("NewOverlay")
 }
 
+// Put sets KV kvIdx to a copy of data: its current encoded bytes, exactly one KV (maxKvSize
+// bytes, 128 KiB in production; the size is checked against the shard when a slot uses it).
 func (o *Overlay) Put(kvIdx uint64, data []byte) error {
 	return noLibrary("Overlay.Put")
 }
 
+// Retain keeps only the KVs listed (the cache's current set) and drops the rest; it returns how
+// many the overlay holds and how many it dropped.
 func (o *Overlay) Retain(kvIdxs []uint64) (kept, removed int, err error) {
 	return *new(int), *new(int), noLibrary("Overlay.Retain")
 }
 
+// Drop removes KV kvIdx (its bytes are in the data file now): later slots read it from the file.
+// It says whether the overlay held it; dropping a KV it does not hold is not an error.
 func (o *Overlay) Drop(kvIdx uint64) (bool, error) {
 	return *new(bool), noLibrary("Overlay.Drop")
 }
 
+// Close frees the overlay; a slot running with it keeps its snapshot. Closing twice returns
+// ErrClosed.
 func (o *Overlay) Close() error {
 	return noLibrary("Overlay.Close")
 }
 
+// ABIVersion is the C ABI version these bindings were written for.
 const ABIVersion = uint32(4)
 
+// The status codes of pora.h.
 const (
 	StatusOK              Status = 0
 	StatusInvalidArgument Status = 1
@@ -108,14 +176,19 @@ const (
 	StatusPanic           Status = 6
 )
 
+// LibraryABIVersion is the ABI version of the linked libpora; it must equal ABIVersion.
 func LibraryABIVersion() uint32 {
 	panic(noLibrary("LibraryABIVersion"))
 }
 
+// Open opens shard files read-only: each group is the data files of one shard (one `--file` of
+// `pora mine`).
 func Open(groups [][]string, opts Options) (*Shards, error) {
 	return *new(*Shards), noLibrary("Open")
 }
 
+// Close releases the shard set. A slot running on it stops and its MineSlot returns ErrClosed.
+// Closing twice returns ErrClosed.
 func (s *Shards) Close() error {
 	return noLibrary("Shards.Close")
 }

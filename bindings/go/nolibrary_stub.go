@@ -14,3 +14,7 @@ func noLibrary(op string) error {
 	return fmt.Errorf("porago: %s: %w: %s/%s%s; pora's Go package links a prebuilt libpora on linux/amd64, linux/arm64, darwin/amd64, darwin/arm64 and windows/amd64, with cgo on",
 		op, ErrNoLibrary, runtime.GOOS, runtime.GOARCH, whyNoLibrary)
 }
+
+// liveID is the library state of a handle (handles.go); a build without libpora opens none, so
+// there is nothing to hold.
+type liveID struct{}

@@ -17,15 +17,6 @@ import (
 	"unsafe"
 )
 
-// Overlay holds encoded KVs by global KV index (sampleIdx >> (kvSizeBits - 5)). Make one, keep
-// it in step with the blob cache by KV index (Put when a blob arrives or changes, Drop when it
-// leaves; or Retain the cache's KV set), and pass it in SlotRequest.Overlay: samples inside
-// those KVs then come from memory. Each KV is copied once when put; a slot takes a snapshot, so changing the
-// overlay while a slot runs is safe and affects the next slot. Safe for concurrent use.
-type Overlay struct {
-	live liveID
-}
-
 // NewOverlay makes an empty overlay; Close frees it.
 func NewOverlay() (*Overlay, error) {
 	var id C.uint64_t

@@ -34,9 +34,6 @@ import (
 // ABIVersion is the C ABI version these bindings were written for.
 const ABIVersion = uint32(C.PORA_ABI_VERSION)
 
-// Status is a pora call's status code (PoraStatus in pora.h).
-type Status int
-
 // The status codes of pora.h.
 const (
 	StatusOK              Status = C.PORA_STATUS_OK
@@ -46,53 +43,6 @@ const (
 	StatusBusy            Status = C.PORA_STATUS_BUSY
 	StatusClosed          Status = C.PORA_STATUS_CLOSED
 	StatusPanic           Status = C.PORA_STATUS_PANIC
-)
-
-func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "ok"
-	case StatusInvalidArgument:
-		return "invalid argument"
-	case StatusIO:
-		return "i/o error"
-	case StatusShard:
-		return "bad shard"
-	case StatusBusy:
-		return "busy"
-	case StatusClosed:
-		return "closed"
-	case StatusPanic:
-		return "panic"
-	}
-	return fmt.Sprintf("status %d", int(s))
-}
-
-// Error is a failed pora call: its status and pora's message.
-type Error struct {
-	Status  Status
-	Op      string
-	Message string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("pora %s: %s: %s", e.Op, e.Status, e.Message)
-}
-
-// Is makes errors.Is(err, ErrBusy) (and the other sentinels) match on the status.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Op == "" && t.Message == "" && t.Status == e.Status
-}
-
-// Sentinels for errors.Is.
-var (
-	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
-	ErrIO              = &Error{Status: StatusIO}
-	ErrShard           = &Error{Status: StatusShard}
-	ErrBusy            = &Error{Status: StatusBusy}
-	ErrClosed          = &Error{Status: StatusClosed}
-	ErrPanic           = &Error{Status: StatusPanic}
 )
 
 // pora's messages name the Go fields a caller set (Threads, SlotLength), not the C structs'.
@@ -138,32 +88,6 @@ func (c cBytes) free() {
 	}
 }
 
-// Choice says which method and knobs a shard set runs with, and why.
-type Choice struct {
-	Method  string  `json:"method"`
-	Threads int     `json:"threads"`
-	Depth   int     `json:"depth"`
-	Profile *string `json:"profile"`
-	Why     string  `json:"why"`
-	// Device is the disk the shards sit on ("vda", or "major:minor" for tmpfs), when known.
-	Device *string `json:"device"`
-	// Shards are the shard indexes mined with this choice.
-	Shards []uint64 `json:"shards"`
-	// IO describes the opened backend (method, alignment, ring features).
-	IO string `json:"io"`
-	// Steering is how `auto` chose; nil when the method was given.
-	Steering *Steering `json:"steering"`
-}
-
-// ShardInfo is one opened shard: its index, data files, miner and size.
-type ShardInfo struct {
-	Shard         uint64   `json:"shard"`
-	Files         []string `json:"files"`
-	Miner         string   `json:"miner"`
-	KVEntriesBits uint32   `json:"kvEntriesBits"`
-	KVSizeBits    uint32   `json:"kvSizeBits"`
-}
-
 // openRecord is pora_open's answer: what was opened and how (the library's SessionRecord, also
 // the body of the service's pora_status).
 type openRecord struct {
@@ -172,28 +96,6 @@ type openRecord struct {
 	Choices      []Choice    `json:"choices"`
 	RandomChecks int         `json:"randomChecks"`
 	Notes        []string    `json:"notes"`
-}
-
-// Shards is an opened shard set. Safe for concurrent use; one slot runs at a time (a second
-// MineSlot while one runs returns ErrBusy).
-type Shards struct {
-	live liveID
-	// Choice is the first device's choice (the only one when all shards share a device).
-	Choice Choice
-	// Choices has one choice per device: each device's shards have their own method, threads,
-	// depth and profile.
-	Choices []Choice
-	// ShardIdxs is the shard index of each group given to Open, in the order slots report
-	// them: device by device, in the given order within a device.
-	ShardIdxs []uint64
-	// Info describes each shard, in the order of ShardIdxs.
-	Info []ShardInfo
-	// RandomChecks is the samples per nonce the set mines with.
-	RandomChecks int
-	// Notes are things the user should know about how the set was opened (a stale profile...).
-	Notes []string
-	// Raw is pora_open's answer as pora produced it.
-	Raw json.RawMessage
 }
 
 // Open opens shard files read-only: each group is the data files of one shard (one `--file` of

@@ -6,221 +6,91 @@ package porago
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"math/big"
-	"runtime"
-	"strings"
-	"sync"
 	"time"
 )
 
+// Available is nil when this build links libpora; where it does not (unsupported.go), it is an
+// error naming the platform (GOOS/GOARCH, and cgo when it is off) that wraps ErrNoLibrary. A
+// caller checks it once at start-up, before opening anything. stubgen: stub body.
 func Available() error {
 	return noLibrary("Available")
 }
 
+// KVSize is the bytes of one KV of an encodeType-3 shard (one blob) and of its mask.
 const KVSize = int(131072)
 
+// EncodeKey is es-node's CalcEncodeKey(commit, kvIdx, miner): the raw 32-byte key of global KV
+// kvIdx for miner. Like es-node, only the first 24 bytes of commit (the data hash the contract
+// keeps) enter the key, so a KV's 32-byte meta entry may be passed as it is; an empty KV has
+// the zero commit.
+//
+// It cannot fail on any input: every length is fixed by its type. A failure reported by
+// libpora here would be a bug in the library, and EncodeKey panics with its *Error rather than
+// return a key that would mis-encode data.
 func EncodeKey(commit [32]byte, kvIdx uint64, miner [20]byte) [32]byte {
 	panic(noLibrary("EncodeKey"))
 }
 
+// Mask writes the BLOB_POSEIDON mask of key (raw, as EncodeKey returns it) into out, which must
+// be exactly KVSize bytes: the bytes an empty KV holds on disk. About 5 ms of one core with
+// AVX-512 IFMA, 27 ms without (docs/BENCHMARKS.md 20); safe to call from many goroutines at once. A wrong length is ErrInvalidArgument and out is
+// left as it was.
 func Mask(key [32]byte, out []byte) error {
 	return noLibrary("Mask")
 }
 
+// EncodeKernel names the encoder's multiply kernel for this process ("portable", "adx",
+// "avx512f" or "ifma"), chosen once (the fastest this CPU runs, or PORA_ENCODE_ARITH) and checked, with every
+// kernel this CPU could run. A bad PORA_ENCODE_ARITH (an unknown name, or a kernel this CPU
+// lacks) is ErrInvalidArgument naming the variable: call it (or NewEncoder) before writing the
+// first KV, so a bad setting stops the program there rather than failing every mask later.
 func EncodeKernel() (kernel string, supported []string, err error) {
 	return *new(string), *new([]string), noLibrary("EncodeKernel")
 }
 
-type Encoder struct {
-	// Kernel is the multiply kernel every mask of this process runs on.
-	Kernel string
-}
-
-func NewEncoder() (*Encoder, error) {
-	kernel, _, err := EncodeKernel()
-	if err != nil {
-		return nil, err
-	}
-	return &Encoder{Kernel: kernel}, nil
-}
-
-func (e *Encoder) Mask(key [32]byte, out []byte) error { return Mask(key, out) }
-
-func (e *Encoder) EncodeBlob(key [32]byte, blob, out []byte) error {
-	if len(blob) > KVSize {
-		return &Error{Status: StatusInvalidArgument, Op: "encode blob", Message: fmt.Sprintf("blob: %d bytes, at most %d", len(blob), KVSize)}
-	}
-	if err := Mask(key, out); err != nil {
-		return err
-	}
-	for i, b := range blob {
-		out[i] ^= b
-	}
-	return nil
-}
-
+// EncodeKV is es-node's EncodeChunk(KVSize, data, 3, key) in place: data, exactly KVSize bytes,
+// becomes the bytes stored on disk for it (the blob XOR the mask of key). es-node zero-pads a
+// blob shorter than a KV before encoding it, and so must the caller: a shorter data is
+// ErrInvalidArgument and left as it was.
 func EncodeKV(key [32]byte, data []byte) error {
 	return noLibrary("EncodeKV")
 }
 
+// DecodeKV is es-node's DecodeChunk(KVSize, data, 3, key) in place: the first len(data) stored
+// bytes of a KV (at most KVSize) become the blob's first len(data) bytes. Like es-node, a prefix
+// may be decoded (a blob of size bytes: data[:size]); empty data does nothing.
 func DecodeKV(key [32]byte, data []byte) error {
 	return noLibrary("DecodeKV")
 }
 
-type FillReport struct {
-	File    string `json:"file"`
-	KVStart uint64 `json:"kvStart"`
-	KVEnd   uint64 `json:"kvEnd"`
-	// KVs is how many KVs were written; Skipped those of the range left alone (they already
-	// held their mask, or a blob). Refilled counts KVs marked filled that did not hold their
-	// mask and were written again (part of KVs).
-	KVs      uint64 `json:"kvs"`
-	Skipped  uint64 `json:"skipped"`
-	Refilled uint64 `json:"refilled"`
-	// Kernel is the encoder's multiply kernel every mask ran on (EncodeKernel).
-	Kernel  string  `json:"kernel"`
-	Seconds float64 `json:"seconds"`
-	Threads int     `json:"threads"`
-	// MsPerKVPerCore is wall time per KV times threads.
-	MsPerKVPerCore float64 `json:"msPerKvPerCore"`
-	// CPUSeconds and CPUMsPerKV are the process's CPU time, where the OS reports it.
-	CPUSeconds *float64 `json:"cpuSeconds"`
-	CPUMsPerKV *float64 `json:"cpuMsPerKv"`
-	// Raw is the record as pora produced it.
-	Raw json.RawMessage `json:"-"`
-}
-
+// FillEmpty fills KVs kvStart..kvEnd (global KV indices, end exclusive) of the existing
+// encodeType-3 data file at path with their empty masks for the miner in its header, and marks
+// each "filled, commit 0" in its meta entry once its data is synced: what `pora create FILE
+// --fill empty --resume --kv-range A..B` does with flags matching the file's header. KVs
+// already holding their mask are skipped and KVs holding a blob are never touched, so a call
+// may be repeated or resumed after an interruption. threads mask workers, 1 to 256 or 0 for
+// every CPU. It blocks until done (about 5 ms of one core per KV with IFMA, 27 ms without): run it on its own goroutine.
+//
+// Refused before anything is written, with a message naming the file and field: a file that is
+// not an encodeType-3 data file with 128 KiB KVs (ErrShard), a range empty or outside the
+// file's KVs (ErrInvalidArgument), a missing or unreadable file (ErrIO).
 func FillEmpty(path string, kvStart, kvEnd uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmpty")
 }
 
+// FillEmptyKVs fills exactly the KVs kvIdxs (global indices, any order, none twice) of the
+// existing encodeType-3 data file at path with their empty masks and marks each "filled,
+// commit 0", whatever the file holds there: es-node's CommitEmptyBlobs view, where the contract
+// says which KVs are empty (es-node v0.2.10 overwrites such a KV; FillEmpty skips one whose meta
+// entry says it holds a blob or its mask). Nothing is skipped (Skipped 0); KVStart..KVEnd is the
+// span of kvIdxs. Refused before anything is written, as FillEmpty is, and for an empty list, a
+// KV named twice or one outside the file (ErrInvalidArgument).
 func FillEmptyKVs(path string, kvIdxs []uint64, threads int) (FillReport, error) {
 	return *new(FillReport), noLibrary("FillEmptyKVs")
 }
 
-func (e *Encoder) MaskKVs(miner [20]byte, kvIdxs []uint64, threads int, write func(kvIdx uint64, mask []byte) error) error {
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
-
-	masks := make([][]byte, threads)
-	errs := make([]error, threads)
-	for i := range masks {
-		masks[i] = make([]byte, KVSize)
-	}
-	for start := 0; start < len(kvIdxs); start += threads {
-		batch := kvIdxs[start:]
-		if len(batch) > threads {
-			batch = batch[:threads]
-		}
-		var wg sync.WaitGroup
-		for i, kv := range batch {
-			wg.Add(1)
-			go func(i int, kv uint64) {
-				defer wg.Done()
-				errs[i] = Mask(EncodeKey([32]byte{}, kv, miner), masks[i])
-			}(i, kv)
-		}
-		wg.Wait()
-		for i, kv := range batch {
-			if errs[i] != nil {
-				return errs[i]
-			}
-			if err := write(kv, masks[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-type NonceProof struct {
-	Nonce          uint64   `json:"nonce"`
-	Hash0          string   `json:"hash0"`
-	SampleIdxs     []uint64 `json:"sampleIdxs"`
-	KvIdxs         []uint64 `json:"kvIdxs"`
-	SampleIdxsInKv []uint64 `json:"sampleIdxsInKv"`
-	EncodedSamples []string `json:"encodedSamples"`
-	Hash1          string   `json:"hash1"`
-}
-
-type HashRecord struct {
-	NonceProof
-	Shard        uint64 `json:"shard"`
-	Miner        string `json:"miner"`
-	Randao       string `json:"randao"`
-	RequiredDiff string `json:"requiredDiff,omitempty"`
-	Valid        *bool  `json:"valid,omitempty"`
-	// Raw is the record as pora produced it.
-	Raw json.RawMessage `json:"-"`
-}
-
-type ShardSlot struct {
-	Slot        uint64  `json:"slot"`
-	Shard       uint64  `json:"shard"`
-	Randao      string  `json:"randao"`
-	NonceLimit  uint64  `json:"nonceLimit"`
-	NoncesTried uint64  `json:"noncesTried"`
-	MiningPower float64 `json:"miningPower"`
-	ElapsedSec  float64 `json:"elapsedSec"`
-	// EndLateMs is when the answer was built against the caller's deadline, milliseconds:
-	// negative when the slot ended early, at most about 1000 whatever the disk does.
-	EndLateMs   float64 `json:"endLateMs"`
-	SamplesRead uint64  `json:"samplesRead"`
-	// SamplesFromOverlay are the samples of SamplesRead taken from the slot's Overlay.
-	SamplesFromOverlay uint64  `json:"samplesFromOverlay"`
-	SamplesPerSec      float64 `json:"samplesPerSec"`
-	Method             string  `json:"method"`
-	Threads            int     `json:"threads"`
-	Depth              int     `json:"depth"`
-	// Why says where the method came from (for `auto`, the slot's decision); Steering is
-	// that decision in full, nil when the method was given.
-	Why               string    `json:"why"`
-	Steering          *Steering `json:"steering"`
-	Device            *string   `json:"device"` // the shard's device pool; nil when unknown
-	IOErrors          uint64    `json:"ioErrors"`
-	ChangedDuringSlot uint64    `json:"changedDuringSlot"`
-	Bottleneck        string    `json:"bottleneck"`
-	IOWaitFraction    float64   `json:"ioWaitFraction"`
-	CPUBusyFraction   float64   `json:"cpuBusyFraction"`
-	Interrupted       bool      `json:"interrupted"`
-	// LeakedBackends are the backends this process gave up on so far (reads stuck in a dead
-	// device's kernel queue): 0 on a healthy device.
-	LeakedBackends uint64 `json:"leakedBackends"`
-	// StuckBackends are the backends out of use when the slot ended (held by reads the device
-	// has not answered); each device pool keeps at most its thread count out, and they come
-	// back by themselves when the device answers.
-	StuckBackends uint64       `json:"stuckBackends"`
-	Found         []NonceProof `json:"found"`
-	// Raw is the record as pora produced it (byte for byte what `pora mine --json` prints).
-	Raw json.RawMessage `json:"-"`
-}
-
-type SlotReport struct {
-	Shards []ShardSlot
-	// IOErrorMessages are the first few read errors, naming file and offset.
-	IOErrorMessages []string
-}
-
-type SlotRequest struct {
-	// Randao is the 32-byte randao mix digest.
-	Randao []byte
-	// Nonces NonceStart..NonceEnd (end exclusive); both zero = es-node's 0..2^20.
-	NonceStart, NonceEnd uint64
-	// Find mode (FindFirst by default).
-	Find Find
-	// Difficulty; nil = no nonce is valid (throughput runs).
-	Difficulty *Difficulty
-	// SlotNumber is written into each record's slot field.
-	SlotNumber uint64
-	// SlotLength is the slot length when the context has no deadline (0 = DefaultSlotLength).
-	SlotLength time.Duration
-	// Overlay, when set, holds KVs sampled from memory instead of the files (es-node's cache).
-	Overlay *Overlay
-}
-
+// es-node's slot and pora's limits, as the library states them (pora.h's PORA_DEFAULT_* and
+// PORA_MAX_*).
 const (
 	// DefaultNonces is es-node's nonces per shard and slot.
 	DefaultNonces = 1048576
@@ -237,47 +107,23 @@ const (
 	DefaultMinimumDiff    = 10485760
 )
 
+// MineSlot mines one slot on every shard. The context's deadline is the slot deadline (no read
+// is issued after it); cancelling the context stops the slot within about 50 ms and returns the
+// partial report (Interrupted set) together with ctx.Err(). A slot already running on this set
+// makes it return ErrBusy at once; Close during the slot makes it return ErrClosed.
 func (s *Shards) MineSlot(ctx context.Context, req SlotRequest) (*SlotReport, error) {
 	return *new(*SlotReport), noLibrary("Shards.MineSlot")
 }
 
-func (s *Shards) Hash(shard uint64, randao []byte, nonce uint64) (*HashRecord, error) {
-	return s.HashWithDifficulty(shard, randao, nonce, nil)
-}
-
-func (s *Shards) HashWithDifficulty(shard uint64, randao []byte, nonce uint64, d *Difficulty) (*HashRecord, error) {
-	return s.HashWithOverlay(shard, randao, nonce, d, nil)
-}
-
+// HashWithOverlay is HashWithDifficulty (d may be nil) with the samples inside overlay's KVs
+// taken from memory, exactly as a slot with that overlay reads them: it checks a nonce found
+// while es-node's blob cache held blobs the file does not have yet. A nil overlay reads the
+// files only.
 func (s *Shards) HashWithOverlay(shard uint64, randao []byte, nonce uint64, d *Difficulty, overlay *Overlay) (*HashRecord, error) {
 	return *new(*HashRecord), noLibrary("Shards.HashWithOverlay")
 }
 
-type Options struct {
-	// Method is an access method as `pora mine --method` takes it ("" = "auto").
-	Method string
-	// Threads and Depth: 0 = the profile's, else the method's default.
-	Threads, Depth int
-	// RandomChecks is the samples per nonce (0 = DefaultRandomChecks).
-	RandomChecks int
-	// OnIOError is "retry" (default), "skip" or "stop".
-	OnIOError string
-	// KVEntriesBits is the shard size as log2(KVs) (0 = inferred from the files).
-	KVEntriesBits int
-	// Profile is a tune profile path ("" = `<first file>.pora-profile.toml` when present).
-	Profile string
-	// IgnoreProfile opens without any profile.
-	IgnoreProfile bool
-	// Miner overrides the files' miner address in hash0 (20 bytes; nil = the files').
-	Miner []byte
-	// SimLatencyMin/Max and SimSeed configure the simulated disk (Method "sim") for tests; it
-	// is only in libraries built with the `sim` cargo feature (see README.md, Tests).
-	SimLatencyMin, SimLatencyMax time.Duration
-	SimSeed                      uint64
-}
-
-type Find int
-
+// The find modes.
 const (
 	// FindFirst stops each shard's slot at its first valid nonce (es-node's behaviour).
 	FindFirst Find = 0
@@ -287,70 +133,39 @@ const (
 	FindAll Find = 2
 )
 
-func ParseFind(s string) (Find, error) {
-	switch s {
-	case "first":
-		return FindFirst, nil
-	case "best":
-		return FindBest, nil
-	case "all":
-		return FindAll, nil
-	}
-	return 0, fmt.Errorf("find %q: one of first, best, all", s)
-}
-
-type Difficulty struct {
-	// RequiredDiff, when set, is the threshold hash1 must not exceed.
-	RequiredDiff *big.Int
-	// Difficulty and Interval (blockTime - lastMineTime, s), when Difficulty is set.
-	Difficulty *big.Int
-	Interval   uint64
-	// Cutoff (0 = DefaultCutoff), DiffAdjDivisor (0 = DefaultDiffAdjDivisor), MinimumDiff
-	// (nil = DefaultMinimumDiff).
-	Cutoff, DiffAdjDivisor uint64
-	MinimumDiff            *big.Int
-}
-
-func ParseU256(what, s string) (*big.Int, error) {
-	v, ok := new(big.Int), false
-	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
-		v, ok = v.SetString(s[2:], 16)
-	} else {
-		v, ok = v.SetString(s, 10)
-	}
-	if !ok || strings.ContainsAny(s, "_+-") || v.BitLen() > 256 {
-		return nil, fmt.Errorf("%s %q: not a 256-bit decimal or 0x-hex number", what, s)
-	}
-	return v, nil
-}
-
-type Overlay struct {
-}
-
+// NewOverlay makes an empty overlay; Close frees it.
 func NewOverlay() (*Overlay, error) {
 	return *new(*Overlay), noLibrary("NewOverlay")
 }
 
+// Put sets KV kvIdx to a copy of data: its current encoded bytes, exactly one KV (maxKvSize
+// bytes, 128 KiB in production; the size is checked against the shard when a slot uses it).
 func (o *Overlay) Put(kvIdx uint64, data []byte) error {
 	return noLibrary("Overlay.Put")
 }
 
+// Retain keeps only the KVs listed (the cache's current set) and drops the rest; it returns how
+// many the overlay holds and how many it dropped.
 func (o *Overlay) Retain(kvIdxs []uint64) (kept, removed int, err error) {
 	return *new(int), *new(int), noLibrary("Overlay.Retain")
 }
 
+// Drop removes KV kvIdx (its bytes are in the data file now): later slots read it from the file.
+// It says whether the overlay held it; dropping a KV it does not hold is not an error.
 func (o *Overlay) Drop(kvIdx uint64) (bool, error) {
 	return *new(bool), noLibrary("Overlay.Drop")
 }
 
+// Close frees the overlay; a slot running with it keeps its snapshot. Closing twice returns
+// ErrClosed.
 func (o *Overlay) Close() error {
 	return noLibrary("Overlay.Close")
 }
 
+// ABIVersion is the C ABI version these bindings were written for.
 const ABIVersion = uint32(4)
 
-type Status int
-
+// The status codes of pora.h.
 const (
 	StatusOK              Status = 0
 	StatusInvalidArgument Status = 1
@@ -361,102 +176,19 @@ const (
 	StatusPanic           Status = 6
 )
 
-func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "ok"
-	case StatusInvalidArgument:
-		return "invalid argument"
-	case StatusIO:
-		return "i/o error"
-	case StatusShard:
-		return "bad shard"
-	case StatusBusy:
-		return "busy"
-	case StatusClosed:
-		return "closed"
-	case StatusPanic:
-		return "panic"
-	}
-	return fmt.Sprintf("status %d", int(s))
-}
-
-type Error struct {
-	Status  Status
-	Op      string
-	Message string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("pora %s: %s: %s", e.Op, e.Status, e.Message)
-}
-
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Op == "" && t.Message == "" && t.Status == e.Status
-}
-
-var (
-	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
-	ErrIO              = &Error{Status: StatusIO}
-	ErrShard           = &Error{Status: StatusShard}
-	ErrBusy            = &Error{Status: StatusBusy}
-	ErrClosed          = &Error{Status: StatusClosed}
-	ErrPanic           = &Error{Status: StatusPanic}
-)
-
+// LibraryABIVersion is the ABI version of the linked libpora; it must equal ABIVersion.
 func LibraryABIVersion() uint32 {
 	panic(noLibrary("LibraryABIVersion"))
 }
 
-type Choice struct {
-	Method  string  `json:"method"`
-	Threads int     `json:"threads"`
-	Depth   int     `json:"depth"`
-	Profile *string `json:"profile"`
-	Why     string  `json:"why"`
-	// Device is the disk the shards sit on ("vda", or "major:minor" for tmpfs), when known.
-	Device *string `json:"device"`
-	// Shards are the shard indexes mined with this choice.
-	Shards []uint64 `json:"shards"`
-	// IO describes the opened backend (method, alignment, ring features).
-	IO string `json:"io"`
-	// Steering is how `auto` chose; nil when the method was given.
-	Steering *Steering `json:"steering"`
-}
-
-type ShardInfo struct {
-	Shard         uint64   `json:"shard"`
-	Files         []string `json:"files"`
-	Miner         string   `json:"miner"`
-	KVEntriesBits uint32   `json:"kvEntriesBits"`
-	KVSizeBits    uint32   `json:"kvSizeBits"`
-}
-
-type Shards struct {
-
-	// Choice is the first device's choice (the only one when all shards share a device).
-	Choice Choice
-	// Choices has one choice per device: each device's shards have their own method, threads,
-	// depth and profile.
-	Choices []Choice
-	// ShardIdxs is the shard index of each group given to Open, in the order slots report
-	// them: device by device, in the given order within a device.
-	ShardIdxs []uint64
-	// Info describes each shard, in the order of ShardIdxs.
-	Info []ShardInfo
-	// RandomChecks is the samples per nonce the set mines with.
-	RandomChecks int
-	// Notes are things the user should know about how the set was opened (a stale profile...).
-	Notes []string
-	// Raw is pora_open's answer as pora produced it.
-	Raw json.RawMessage
-}
-
+// Open opens shard files read-only: each group is the data files of one shard (one `--file` of
+// `pora mine`).
 func Open(groups [][]string, opts Options) (*Shards, error) {
 	return *new(*Shards), noLibrary("Open")
 }
 
+// Close releases the shard set. A slot running on it stops and its MineSlot returns ErrClosed.
+// Closing twice returns ErrClosed.
 func (s *Shards) Close() error {
 	return noLibrary("Shards.Close")
 }

@@ -4,15 +4,22 @@
 // that imports the package (es-node through the esnode adapter) still builds there and learns
 // the platform from an error when it opens anything.
 //
-// What it writes, per declaration of those files:
-//   - exported types, with their exported fields (unexported fields hold C state and are left out);
-//   - constants and variables as written, a pora.h constant (C.PORA_X) replaced by its value
-//     from include/pora.h, so the stub's values are the header's;
-//   - exported functions and methods: the body as written when it uses neither C nor an
-//     unexported name of those files (pure logic such as Status.String) and its doc does not say
-//     "stubgen: stub body" (Available, whose answer differs); otherwise a body that
-//     returns zero values and noLibrary(name) when the last result is an error, and panics with
-//     that error when there is no error result to carry it.
+// Everything of the API that needs no library (the exported types, pure-Go functions and
+// methods, the error sentinels) is written once, in the package's files without a build
+// constraint, and serves both builds; the library files hold only what calls into C or takes
+// a value from pora.h. So the stub holds, per declaration of those files:
+//   - constants and variables as written, with their docs, a pora.h constant (C.PORA_X)
+//     replaced by its value from include/pora.h, so the stub's values are the header's;
+//   - exported functions and methods, with their docs, and a body that returns zero values and
+//     noLibrary(name) when the last result is an error, and panics with that error when there
+//     is no error result to carry it.
+//
+// A library file's exported type, or an exported function whose body uses neither C nor an
+// unexported name of those files (and whose doc does not say "stubgen: stub body", as
+// Available's does: its answer differs), or a constant or variable that takes nothing from
+// pora.h, is an error naming it: it belongs in a shared file, not copied into the stub. A type
+// that holds library state keeps it in an unexported field whose type each build declares
+// (Shards and Overlay: liveID).
 //
 // The package's test TestNoLibraryStubIsCurrent fails when the stub differs from what this
 // writes; `go run ./internal/stubgen/cmd` in bindings/go rewrites it.
@@ -191,6 +198,23 @@ func (g *gen) text(n ast.Node) (string, error) {
 	return s, missing
 }
 
+// sharedHint is where a declaration that needs no library belongs.
+const sharedHint = "declare it in a file without the build constraint, shared by both builds, not in a libpora file"
+
+// usesC says whether a node refers to C (a pora.h value).
+func (g *gen) usesC(n ast.Node) bool {
+	uses := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "C" {
+				uses = true
+			}
+		}
+		return !uses
+	})
+	return uses
+}
+
 // usesLibrary says whether a node refers to C or to an unexported package-level name of the
 // library files (which the stub does not declare).
 func (g *gen) usesLibrary(n ast.Node) bool {
@@ -218,30 +242,10 @@ func (g *gen) decl(w *bytes.Buffer, d ast.Decl) error {
 		case token.IMPORT:
 			return nil
 		case token.TYPE:
-			for _, s := range d.Specs {
-				ts := s.(*ast.TypeSpec)
-				if !ts.Name.IsExported() {
-					continue
+			for _, spec := range d.Specs {
+				if ts := spec.(*ast.TypeSpec); ts.Name.IsExported() {
+					return fmt.Errorf("type %s: %s", ts.Name.Name, sharedHint)
 				}
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					kept := []*ast.Field{}
-					for _, f := range st.Fields.List {
-						if len(f.Names) == 0 || f.Names[0].IsExported() {
-							kept = append(kept, f)
-						}
-					}
-					copied := *st
-					copied.Fields = &ast.FieldList{Opening: st.Fields.Opening, List: kept, Closing: st.Fields.Closing}
-					ts = &ast.TypeSpec{Name: ts.Name, TypeParams: ts.TypeParams, Assign: ts.Assign, Type: &copied}
-				}
-				if g.usesLibrary(ts.Type) {
-					return fmt.Errorf("type %s: an exported field refers to C or to an unexported name", ts.Name.Name)
-				}
-				t, err := g.text(ts)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "type %s\n\n", t)
 			}
 			return nil
 		default: // const, var
@@ -257,7 +261,9 @@ func (g *gen) decl(w *bytes.Buffer, d ast.Decl) error {
 			}
 			copied := *d
 			copied.Specs = specs
-			copied.Doc = nil
+			if !g.usesC(&copied) {
+				return fmt.Errorf("%s %s: takes no value from pora.h: %s", d.Tok, specs[0].(*ast.ValueSpec).Names[0].Name, sharedHint)
+			}
 			t, err := g.text(&copied)
 			if err != nil {
 				return err
@@ -278,22 +284,16 @@ func (g *gen) decl(w *bytes.Buffer, d ast.Decl) error {
 				return nil
 			}
 		}
-		copied := *d
-		copied.Doc = nil
-		if g.usesLibrary(d.Body) || (d.Doc != nil && strings.Contains(d.Doc.Text(), "stubgen: stub body")) {
-			copied.Body = nil
-			sig, err := g.text(&copied)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%s {\n%s}\n\n", sig, g.stubBody(d))
-			return nil
+		if !g.usesLibrary(d.Body) && (d.Doc == nil || !strings.Contains(d.Doc.Text(), "stubgen: stub body")) {
+			return fmt.Errorf("func %s: pure Go: %s", d.Name.Name, sharedHint)
 		}
-		t, err := g.text(&copied)
+		copied := *d
+		copied.Body = nil
+		sig, err := g.text(&copied)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s\n\n", t)
+		fmt.Fprintf(w, "%s {\n%s}\n\n", sig, g.stubBody(d))
 	}
 	return nil
 }

@@ -47,10 +47,7 @@ const Module = "github.com/pora-miner/pora/bindings/go"
 
 // Blocks is every block, in the order docs/es-node.md shows them.
 var Blocks = []Block{
-	{Set: Mining, File: "ethstorage/node/node.go", Place: "imports", Scope: "import", Lines: []string{
-		"\t\"github.com/ethereum/go-ethereum/common\"",
-		"\t\"github.com/pora-miner/pora/bindings/go/esnode\"",
-	}},
+	imports(Mining, "ethstorage/node/node.go", "github.com/ethereum/go-ethereum/common", esnodePackage),
 	{Set: Mining, File: "ethstorage/node/node.go",
 		Place: "initMiner, before `n.miner = miner.New(...)`",
 		Scope: "func initMiner", Anchor: "n.miner = miner.New(", Offset: 0, Lines: []string{
@@ -71,9 +68,7 @@ var Blocks = []Block{
 		Scope: "func initMiner", Anchor: "n.miner = miner.New(", Offset: 1, Lines: []string{
 			"\tn.miner.UsePora(pora)",
 		}},
-	{Set: Mining, File: "ethstorage/miner/miner.go", Place: "imports", Scope: "import", Lines: []string{
-		"\t\"github.com/pora-miner/pora/bindings/go/esnode\"",
-	}},
+	imports(Mining, "ethstorage/miner/miner.go", esnodePackage),
 	{Set: Mining, File: "ethstorage/miner/miner.go", Place: "after `func (miner *Miner) Close()`",
 		Scope: "func Miner.Close", Offset: 1, Lines: []string{
 			"",
@@ -109,9 +104,7 @@ var Blocks = []Block{
 		Scope: "func ToMinerConfig", Anchor: "return cfg, nil", Offset: 0, Lines: []string{
 			"\tcfg.Pora = c.Pora",
 		}},
-	{Set: Mining, File: "ethstorage/miner/worker.go", Place: "imports", Scope: "import", Lines: []string{
-		"\t\"github.com/pora-miner/pora/bindings/go/esnode\"",
-	}},
+	imports(Mining, "ethstorage/miner/worker.go", esnodePackage),
 	{Set: Mining, File: "ethstorage/miner/worker.go", Place: "the end of `type worker`",
 		Scope: "type worker", Offset: 0, Lines: []string{
 			"\tpora *esnode.Miner[common.Hash] // nil without --miner.pora",
@@ -154,9 +147,7 @@ var Blocks = []Block{
 			"}",
 		}},
 
-	{Set: Encoder, File: "ethstorage/encoder/encoder.go", Place: "imports", Scope: "import", Lines: []string{
-		"\t\"github.com/pora-miner/pora/bindings/go/esnode\"",
-	}},
+	imports(Encoder, "ethstorage/encoder/encoder.go", esnodePackage),
 	{Set: Encoder, File: "ethstorage/encoder/encoder.go", Place: "the top of Encode",
 		Scope: "func Encode", Anchor: "func Encode(", Offset: 1, Lines: []string{
 			"\tif mask, answered, err := esnode.EncodeMask(hash, size); answered {",
@@ -170,6 +161,19 @@ var Blocks = []Block{
 		Lines: []string{
 			"\t\t\t\tif blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {",
 		}},
+}
+
+// esnodePackage is the adapter's import path, the one es-node's files import.
+const esnodePackage = Module + "/esnode"
+
+// imports is the block that adds paths to file's import list (at its end; gofmt sorts them into
+// place).
+func imports(set Set, file string, paths ...string) Block {
+	lines := make([]string, len(paths))
+	for i, p := range paths {
+		lines[i] = "\t\"" + p + "\""
+	}
+	return Block{Set: set, File: file, Place: "imports", Scope: "import", Lines: lines}
 }
 
 // OfSet is the blocks of one set, in order.

@@ -799,6 +799,7 @@ fn a_slot_ends_by_the_callers_deadline_while_steering_waits_on_a_stalling_device
 }
 
 /// `pora_hash` of `nonce` on `handle`'s shard 0: the status and the record's text.
+#[cfg(target_os = "linux")]
 fn hash(handle: u64, randao: &[u8; 32], nonce: u64) -> (PoraStatus, String) {
     let mut out = no_out();
     let s = unsafe { pora_hash(handle, 0, bytes(randao), nonce, std::ptr::null(), &mut out) };

@@ -23,18 +23,18 @@ func CLIFlags() []cli.Flag {
 	flag := []cli.Flag{
 		cli.BoolFlag{
 			Name:   EnabledFlagName,
-			Usage:  "Storage mining enabled",
+			Usage:  "stand-in: mine",
 			EnvVar: minerEnv("ENABLED"),
 		},
 		cli.Uint64Flag{
 			Name:   ThreadsPerShardFlagName,
-			Usage:  "Number of threads per shard",
+			Usage:  "stand-in: goroutines a shard's nonces are split over",
 			Value:  DefaultConfig.ThreadsPerShard,
 			EnvVar: minerEnv("THREADS_PER_SHARD"),
 		},
 		cli.BoolFlag{
 			Name:   EmailEnabledFlagName,
-			Usage:  "Enable proof submission notifications via email",
+			Usage:  "stand-in: mail on a submitted proof",
 			EnvVar: minerEnv("EMAIL_ENABLED"),
 		},
 	}

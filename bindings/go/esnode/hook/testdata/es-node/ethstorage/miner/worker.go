@@ -113,47 +113,71 @@ func (w *worker) assignTasks(t task, blockNumber, blockTime uint64, mixDigest co
 	}
 }
 
+// mineTask models es-node's per-thread loop (ESNODE.md, "The mining loop"): nonces from the
+// task's start while the worker runs, until the slot's seconds pass or the range ends, the first
+// valid one stored. Only thread 0 writes the shard's mining state, extrapolating its progress.
+// The log lines carry es-node's messages and keys, which the operator watches.
 func (w *worker) mineTask(t *taskItem) (bool, error) {
-	startTime := time.Now()
-	nonce := t.nonceStart
+	nonce, startTime := t.nonceStart, time.Now()
+	// One line, as es-node's: pora-esnode's mining block goes right after it.
 	w.lg.Debug("Mining task started", "shard", t.shardIdx, "thread", t.thread, "block", t.blockNumber, "nonces", fmt.Sprintf("%d~%d", t.nonceStart, t.nonceEnd))
-	for w.isRunning() {
-		if time.Since(startTime).Seconds() > float64(w.config.Slot) {
-			if t.thread == 0 {
-				tried := (nonce - t.nonceStart) * w.config.ThreadsPerShard
-				w.lg.Warn("Mining tasks timed out", "shard", t.shardIdx, "block", t.blockNumber,
-					"noncesTried", fmt.Sprintf("%d(%.1f%%)", tried, float64(tried*100)/float64(w.config.NonceLimit)))
-				state := w.miningStates[t.shardIdx]
-				state.SamplingTime = uint64(time.Since(startTime).Milliseconds())
-				state.MiningPower = tried * 10000 / w.config.NonceLimit
-			}
-			w.lg.Debug("Mining task timed out", "shard", t.shardIdx, "thread", t.thread, "block", t.blockNumber, "noncesTried", nonce-t.nonceStart)
-			break
-		}
-		if nonce >= t.nonceEnd {
-			took := fmt.Sprintf("%.1fs", time.Since(startTime).Seconds())
-			if t.thread == 0 {
-				w.lg.Info("Sampling done with all nonces", "samplingTime", took, "shard", t.shardIdx, "block", t.blockNumber)
-				state := w.miningStates[t.shardIdx]
-				state.SamplingTime = uint64(time.Since(startTime).Milliseconds())
-				state.MiningPower = 10000
-			}
-			w.lg.Debug("Sampling done with all nonces", "samplingTime", took, "shard", t.shardIdx, "block", t.blockNumber, "thread", t.thread, "nonceEnd", nonce)
-			break
+	slotOver := startTime.Add(time.Duration(w.config.Slot) * time.Second)
+	for ; w.isRunning(); nonce++ {
+		switch {
+		case time.Now().After(slotOver):
+			w.endTimedOut(t, nonce, startTime)
+			return false, nil
+		case nonce >= t.nonceEnd:
+			w.endAllTried(t, nonce, startTime)
+			return false, nil
 		}
 		hash0 := initHash(t.miner, t.mixHash, nonce)
 		hash1, sampleIdxs, err := w.computeHash(t.shardIdx, hash0)
 		if err != nil {
-			w.lg.Error("Calculate hash error", "shard", t.shardIdx, "thread", t.thread, "block", t.blockNumber, "err", err.Error())
+			w.lg.Error("Calculate hash error", "shard", t.shardIdx, "thread", t.thread,
+				"block", t.blockNumber, "err", err.Error())
 			return false, err
 		}
-		if t.requiredDiff.Cmp(new(big.Int).SetBytes(hash1.Bytes())) >= 0 {
-			w.lg.Info("Calculated a valid hash", "shard", t.shardIdx, "block", t.blockNumber, "timestamp", t.mineTime, "randao", t.mixHash, "nonce", nonce, "hash0", hash0, "hash1", hash1, "sampleIdxs", sampleIdxs)
+		if new(big.Int).SetBytes(hash1.Bytes()).Cmp(t.requiredDiff) <= 0 {
+			w.lg.Info("Calculated a valid hash", "shard", t.shardIdx, "block", t.blockNumber,
+				"timestamp", t.mineTime, "randao", t.mixHash, "nonce", nonce, "hash0", hash0,
+				"hash1", hash1, "sampleIdxs", sampleIdxs)
 			return true, w.storeResult(t, nonce, sampleIdxs)
 		}
-		nonce++
 	}
 	return false, nil
+}
+
+// endTimedOut is the slot ending before the range: thread 0 records the share it extrapolates.
+func (w *worker) endTimedOut(t *taskItem, nonce uint64, startTime time.Time) {
+	if t.thread == 0 {
+		tried := (nonce - t.nonceStart) * w.config.ThreadsPerShard
+		share := float64(tried*100) / float64(w.config.NonceLimit)
+		w.lg.Warn("Mining tasks timed out", "shard", t.shardIdx, "block", t.blockNumber,
+			"noncesTried", fmt.Sprintf("%d(%.1f%%)", tried, share))
+		w.recordState(t.shardIdx, startTime, tried*10000/w.config.NonceLimit)
+	}
+	w.lg.Debug("Mining task timed out", "shard", t.shardIdx, "thread", t.thread,
+		"block", t.blockNumber, "noncesTried", nonce-t.nonceStart)
+}
+
+// endAllTried is the range ending within the slot: thread 0 records full power.
+func (w *worker) endAllTried(t *taskItem, nonce uint64, startTime time.Time) {
+	took := fmt.Sprintf("%.1fs", time.Since(startTime).Seconds())
+	if t.thread == 0 {
+		w.lg.Info("Sampling done with all nonces", "samplingTime", took, "shard", t.shardIdx,
+			"block", t.blockNumber)
+		w.recordState(t.shardIdx, startTime, 10000)
+	}
+	w.lg.Debug("Sampling done with all nonces", "samplingTime", took, "shard", t.shardIdx,
+		"block", t.blockNumber, "thread", t.thread, "nonceEnd", nonce)
+}
+
+// recordState writes the shard's state through the pointer newWorker made (never the map).
+func (w *worker) recordState(shard uint64, startTime time.Time, powerBps uint64) {
+	state := w.miningStates[shard]
+	state.SamplingTime = uint64(time.Since(startTime).Milliseconds())
+	state.MiningPower = powerBps
 }
 
 // storeResult reads the samples again and stores the shard's result (es-node's getMiningData,

@@ -40,26 +40,34 @@ func (c *BlobMemCache) Blobs(number uint64) []blob {
 	return out
 }
 
+// GetKeyValueByIndex is the bytes of KV idx whose hash matches in its first 24 bytes (the
+// versioned hash's commitment part, as es-node compares it), or nil.
 func (c *BlobMemCache) GetKeyValueByIndex(idx uint64, hash common.Hash) []byte {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, block := range c.blocks {
-		for _, b := range block.blobs {
-			if b.kvIndex.Uint64() == idx && bytes.Equal(b.hash[:24], hash[:24]) {
-				return b.data
-			}
-		}
+	if b := c.first(idx, func(b *blob) bool { return bytes.Equal(b.hash[:24], hash[:24]) }); b != nil {
+		return b.data
 	}
 	return nil
 }
 
+// GetSampleData is sample sampleIdx (32 bytes) of KV idx, or nil when the KV is not held.
 func (c *BlobMemCache) GetSampleData(idx, sampleIdx uint64) []byte {
+	b := c.first(idx, func(b *blob) bool { return b.data != nil })
+	if b == nil {
+		return nil
+	}
+	at := sampleIdx * 32
+	return b.data[at : at+32]
+}
+
+// first is the first cached blob of KV idx that ok accepts, in map order (so, with two blocks
+// holding the KV, either: es-node's memory cache leaves that undefined too).
+func (c *BlobMemCache) first(idx uint64, ok func(*blob) bool) *blob {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, block := range c.blocks {
 		for _, b := range block.blobs {
-			if b.kvIndex.Uint64() == idx && b.data != nil {
-				return b.data[sampleIdx<<5 : sampleIdx<<5+32]
+			if b.kvIndex.Uint64() == idx && ok(b) {
+				return b
 			}
 		}
 	}

@@ -21,23 +21,27 @@ func NewBlobMemCache() *BlobMemCache {
 	return &BlobMemCache{blocks: map[uint64]*blockBlobs{}}
 }
 
+// SetBlockBlobs holds a block's blobs, replacing what the cache held for that block number.
 func (c *BlobMemCache) SetBlockBlobs(block *blockBlobs) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.blocks[block.number] = block
+	c.mu.Unlock()
 	return nil
 }
 
+// Blobs is a copy of the blobs held for block number (none for a block not held).
 func (c *BlobMemCache) Blobs(number uint64) []blob {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var out []blob
-	if block := c.blocks[number]; block != nil {
-		for _, b := range block.blobs {
-			out = append(out, *b)
-		}
+	block, held := c.blocks[number]
+	if !held {
+		return nil
 	}
-	return out
+	copied := make([]blob, len(block.blobs))
+	for i, b := range block.blobs {
+		copied[i] = *b
+	}
+	return copied
 }
 
 // GetKeyValueByIndex is the bytes of KV idx whose hash matches in its first 24 bytes (the

@@ -22,6 +22,8 @@
 # usage: bench/fast-device.sh [shards|raw|all]       (default all; needs root)
 # env:   N=4 MEM=1G SLOTS=4 ROUNDS=2 BUDGET=60 METHODS="uring-direct uring mmap"
 #        RAW_KV_BITS=16 (8 GiB) PAIRS=3 DURATION=6 OUT=dir PORA=path (target/release/pora)
+#        BASE=path: raw also runs this pora binary in every pair, against the same fio best
+#        (the order of the two alternating by pair), to compare two builds on one device
 # Short version (a loaded machine): N=2 SLOTS=2 BUDGET=20 RAW_KV_BITS=13 PAIRS=1 DURATION=3
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -169,10 +171,10 @@ print(f"{r:.0f} {(u + s) / (r * j['read']['runtime'] / 1000) * 1e6:.3f}")
 PY
     rm -f "$t" "$t.json"
   }
-  pora_one() { # -> "samples/s cpu_us_per_sample method threads depth"
+  pora_one() { # [binary] -> "samples/s cpu_us_per_sample method threads depth"
     local t line
     t=$(mktemp)
-    line=$(/usr/bin/time -f "%U %S" -o "$t" "$PORA" mine --file "$dev" --random-randao \
+    line=$(/usr/bin/time -f "%U %S" -o "$t" "${1:-$PORA}" mine --file "$dev" --random-randao \
       --nonces 0..100000000 --slot "$DURATION" --json | head -n 1)
     python3 - "$t" "$line" <<'PY'
 import json, sys
@@ -195,11 +197,18 @@ PY
         if [ "${r%.*}" -gt "$best" ]; then best=${r%.*} best_cpu=$c best_cfg="qd $qd x $jobs"; fi
       done
     done
-    drop_caches
-    read -r p pc m th de < <(pora_one)
-    echo "pair $pair pora ($m $th x $de): $p samples/s, $pc CPU µs/sample" | tee -a "$out/raw.txt" >&2
-    python3 -c "print(f'pair $pair: pora / fio best ($best_cfg) {$p / $best:.3f}, CPU per read {$pc / $best_cpu:.3f} (asked >= 1.05 and <= 0.85)')" \
-      | tee -a "$out/raw.txt"
+    # With BASE, the base binary runs beside pora against the same fio best, first in odd pairs.
+    local who order=pora
+    [ -n "${BASE:-}" ] && { order="base pora"; [ $((pair % 2)) = 0 ] && order="pora base"; }
+    for who in $order; do
+      local bin=$PORA
+      [ "$who" = base ] && bin=$BASE
+      drop_caches
+      read -r p pc m th de < <(pora_one "$bin")
+      echo "pair $pair $who ($m $th x $de): $p samples/s, $pc CPU µs/sample" | tee -a "$out/raw.txt" >&2
+      python3 -c "print(f'pair $pair: $who / fio best ($best_cfg) {$p / $best:.3f}, CPU per read {$pc / $best_cpu:.3f} (asked >= 1.05 and <= 0.85)')" \
+        | tee -a "$out/raw.txt"
+    done
   done
 }
 

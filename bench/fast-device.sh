@@ -198,9 +198,9 @@ PY
       done
     done
     # With BASE, the base binary runs beside pora against the same fio best, first in odd pairs.
-    local who order=pora
-    [ -n "${BASE:-}" ] && { order="base pora"; [ $((pair % 2)) = 0 ] && order="pora base"; }
-    for who in $order; do
+    local who pair_order=pora
+    [ -n "${BASE:-}" ] && { pair_order="base pora"; [ $((pair % 2)) = 0 ] && pair_order="pora base"; }
+    for who in $pair_order; do
       local bin=$PORA
       [ "$who" = base ] && bin=$BASE
       drop_caches

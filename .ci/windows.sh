@@ -232,11 +232,16 @@ cp -r "$ROOT/bindings/go/esnode/hook/testdata/es-node" "$ESNODE_TREE"
             -o "$GO_OUT/esnode-$pkg.test.exe" "./ethstorage/$pkg" \
             || fail "cross-compiling the hooked es-node tree's $pkg tests failed"
     done
+    # The stand-in go-ethereum (a module of its own): its Keccak-256's known answers.
+    (cd standin/go-ethereum && "${GO_WIN[@]}" go test -c -o "$GO_OUT/esnode-keccak.test.exe" ./crypto) \
+        || fail "cross-compiling the es-node tree's stand-in Keccak tests failed"
 ) || exit 1
 for pkg in node encoder downloader; do
     (cd "$ESNODE_TREE/ethstorage/$pkg" && wine "$GO_OUT/esnode-$pkg.test.exe" -test.v -test.count=1 -test.timeout=10m) \
         | tr -d '\r' || fail "the hooked es-node tree's $pkg tests failed under Wine"
 done
+(cd "$ESNODE_TREE/standin/go-ethereum/crypto" && wine "$GO_OUT/esnode-keccak.test.exe" -test.v -test.count=1) \
+    | tr -d '\r' || fail "the es-node tree's stand-in Keccak tests failed under Wine"
 
 for t in "${MAC_TARGETS[@]}"; do
     step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"

@@ -13,6 +13,7 @@ BASE=$1 NEW=$2 FILE=${3:-/tmp/pora-bench/shard0-1g.dat} PAIRS=${PAIRS:-6}
 span=(--slot 12); [[ -n ${NONCES:-} ]] && span=(--nonces "0..$NONCES" --slot 30)
 cat "$FILE" >/dev/null
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 run() { # label binary args...
   local label=$1 bin=$2; shift 2
   /usr/bin/time -f "%U %S" -o "$tmp/t" "$bin" mine --file "$FILE" "$@" --random-randao "${span[@]}" --json >"$tmp/j" 2>/dev/null
@@ -33,14 +34,13 @@ for set in "--method mmap" ""; do
     done
   done
 done | tee "$tmp/log"
-python3 - "$tmp/log" <<'PY'
+# The log's rounds (bench/runlog.py) are "[SET] pair N": the new/base ratio of each, by SET.
+PYTHONPATH="$BENCH${PYTHONPATH:+:$PYTHONPATH}" python3 -B - "$tmp/log" <<'PY'
 import re, statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"\[(.*)\] pair (\d+) (base|new) (\d+) nonces/s", line)
-    if m: runs.setdefault((m[1], m[2]), {})[m[3]] = int(m[4])
+from runlog import rounds
 by_set = {}
-for (s, _), r in runs.items():
+for where, r in rounds(sys.argv[1]).items():
+    s = re.match(r"\[(.*)\] pair ", where)[1]
     by_set.setdefault(s, []).append(r["new"] / r["base"])
 for s, ratios in by_set.items():
     print("[%s] new/base per pair: %s  median %.3f" % (s, " ".join("%.2f" % x for x in ratios), statistics.median(ratios)))

@@ -89,13 +89,14 @@ for round in $(seq 1 "$ROUNDS"); do
         run "${kernels[$(((i + round - 1) % n))]}" "$round"
     done
 done | tee "$tmp/log"
-python3 - "$tmp/log" <<'PY'
-import re, statistics, sys
+# The log's rounds (bench/runlog.py) are "round N"; each kernel's rates over them.
+PYTHONPATH="$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" python3 -B - "$tmp/log" <<'PY'
+import statistics, sys
+from runlog import rounds
 rates = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"round \d+ (\S+) (\d+) nonces/s", line)
-    if m:
-        rates.setdefault(m[1], []).append(int(m[2]))
+for r in rounds(sys.argv[1]).values():
+    for kernel, rate in r.items():
+        rates.setdefault(kernel, []).append(rate)
 base = statistics.median(rates["scalar"]) if "scalar" in rates else None
 print("%-8s %5s %14s %14s %14s %10s" % ("kernel", "runs", "median/s", "min/s", "max/s", "vs scalar"))
 for kernel, r in rates.items():

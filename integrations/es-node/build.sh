@@ -11,9 +11,10 @@
 #   3. on the result: gofmt -l (empty), go vet, go build, and the tree's tests (the adapter inside
 #      es-node's worker: exactness against es-node's own loop through the memory and disk caches
 #      with a finalization and a reorg, two shards at once, es-node's log lines with pora on, flag
-#      off, start-up errors, the encoder block) under -race; then, with CGO_ENABLED=0, that
-#      only --miner.pora makes a build without libpora fail at start-up, and a cross go vet for
-#      darwin, linux/riscv64 and freebsd;
+#      off, start-up errors, the encoder block) under -race, and the stand-ins' own (go-ethereum's
+#      Keccak-256 against known answers: the tree's second Keccak, apart from pora's); then,
+#      with CGO_ENABLED=0, that only --miner.pora makes a build without libpora fail at
+#      start-up, and a cross go vet for darwin, linux/riscv64 and freebsd;
 #   4. `apply -cleanup-fix` and the disk cache's test of the fix (without the fix the same test
 #      asserts es-node v0.2.10's bug);
 #   5. revert, and the tree equal byte for byte to the original.
@@ -66,6 +67,11 @@ go vet -tags pora_sim ./... || fail "go vet failed"
 go vet -tags pora_sim,pora_hooked ./... || fail "go vet (with the tree's tests) failed"
 go build -tags pora_sim ./... || fail "go build failed"
 go test -tags pora_sim,pora_hooked -race -count=1 -v ./... || fail "the hooked tree's tests failed"
+# The stand-ins are modules of their own, outside the tree's ./...: vetted and tested each in its
+# folder (go-ethereum's crypto holds the Keccak-256 es-node's side of the tests hashes with).
+for standin in standin/go-ethereum standin/urfave-cli; do
+    (cd "$standin" && go vet ./... && go test -count=1 -v ./...) || fail "the stand-in $standin's vet or tests failed"
+done
 # Without libpora (CGO_ENABLED=0) the hooked tree builds, and only --miner.pora fails start-up.
 CGO_ENABLED=0 go vet -tags pora_hooked ./... || fail "go vet (CGO_ENABLED=0) failed"
 CGO_ENABLED=0 go test -tags pora_hooked -count=1 -v -run NoLibrary ./ethstorage/node/ \

@@ -5,11 +5,11 @@
 package esnode_test
 
 import (
-	"encoding/hex"
-	"math/rand"
-	"os"
+	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/pora-miner/pora/bindings/go/esnode/esnodetest"
 )
 
 const (
@@ -23,21 +23,12 @@ type Hash [32]byte
 
 var testMiner = [20]byte{0xe5, 0x0d, 0xe0, 0x0d, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
-// writeDataFile writes an es-node data file (docs/spec/algorithm.md's header, random KVs, zero
-// metas) holding shard shard, encoded for miner, and returns its path.
+// writeDataFile writes an es-node data file in dir holding shard shard, encoded for miner, and
+// returns its path: esnodetest.WriteDataFile's (docs/spec/algorithm.md's header, random KVs,
+// zero metas), the one writer this package's tests and the es-node-shaped tree's share.
 func writeDataFile(t testing.TB, dir string, shard, kvEntriesBits, kvSizeBits uint64, miner [20]byte, seed int64) string {
-	kvs, kvSize := uint64(1)<<kvEntriesBits, uint64(1)<<kvSizeBits
-	header := make([]byte, 4096)
-	for i, v := range []uint64{0xcf20bd770c22b2e1, 1, shard * kvs, kvs, 3, kvSize, kvSize, 32} {
-		for b := 0; b < 8; b++ {
-			header[8*i+b] = byte(v >> (56 - 8*b))
-		}
-	}
-	copy(header[64:84], miner[:])
-	data := make([]byte, kvs*(kvSize+32))
-	rand.New(rand.NewSource(seed)).Read(data[:kvs*kvSize])
-	path := filepath.Join(dir, "shard-"+hex.EncodeToString([]byte{byte(shard), byte(seed)})+".dat")
-	if err := os.WriteFile(path, append(header, data...), 0o644); err != nil {
+	path := filepath.Join(dir, fmt.Sprintf("shard-%d-%d.dat", shard, seed))
+	if err := esnodetest.WriteDataFile(path, shard, kvEntriesBits, kvSizeBits, miner, seed); err != nil {
 		t.Fatal(err)
 	}
 	return path

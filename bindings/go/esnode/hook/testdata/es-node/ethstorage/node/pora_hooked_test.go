@@ -22,6 +22,7 @@ import (
 	"github.com/ethstorage/go-ethstorage/ethstorage/downloader"
 	"github.com/ethstorage/go-ethstorage/ethstorage/miner"
 	"github.com/ethstorage/go-ethstorage/ethstorage/node"
+	"github.com/pora-miner/pora/bindings/go/esnode/esnodetest"
 	"github.com/urfave/cli"
 )
 
@@ -80,20 +81,11 @@ func find(lines []line, level, msg string) []line {
 	return out
 }
 
-// writeDataFile writes a shard's data file in es-node's layout, encoded for miner, random data.
+// writeDataFile writes a shard's data file in es-node's layout, encoded for miner, random data:
+// pora's esnodetest writer (docs/spec/algorithm.md's header), which the adapter's own tests use.
 func writeDataFile(t *testing.T, dir string, shard uint64, miner common.Address, seed int64) string {
-	kvs, kvSize := uint64(1)<<kvEntriesBits, uint64(1)<<kvSizeBits
-	header := make([]byte, 4096)
-	for i, v := range []uint64{0xcf20bd770c22b2e1, 1, shard * kvs, kvs, 3, kvSize, kvSize, 32} {
-		for b := 0; b < 8; b++ {
-			header[8*i+b] = byte(v >> (56 - 8*b))
-		}
-	}
-	copy(header[64:84], miner[:])
-	data := make([]byte, kvs*(kvSize+32))
-	rand.New(rand.NewSource(seed)).Read(data[:kvs*kvSize])
 	path := filepath.Join(dir, fmt.Sprintf("shard-%d.dat", shard))
-	if err := os.WriteFile(path, append(header, data...), 0o644); err != nil {
+	if err := esnodetest.WriteDataFile(path, shard, kvEntriesBits, kvSizeBits, miner, seed); err != nil {
 		t.Fatal(err)
 	}
 	return path

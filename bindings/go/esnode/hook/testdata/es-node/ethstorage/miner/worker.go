@@ -121,10 +121,9 @@ func (w *worker) mineTask(t *taskItem) (bool, error) {
 	nonce, startTime := t.nonceStart, time.Now()
 	// One line, as es-node's: pora-esnode's mining block goes right after it.
 	w.lg.Debug("Mining task started", "shard", t.shardIdx, "thread", t.thread, "block", t.blockNumber, "nonces", fmt.Sprintf("%d~%d", t.nonceStart, t.nonceEnd))
-	slotOver := startTime.Add(time.Duration(w.config.Slot) * time.Second)
 	for ; w.isRunning(); nonce++ {
 		switch {
-		case time.Now().After(slotOver):
+		case time.Since(startTime).Seconds() > float64(w.config.Slot): // tested first, as es-node's
 			w.endTimedOut(t, nonce, startTime)
 			return false, nil
 		case nonce >= t.nonceEnd:

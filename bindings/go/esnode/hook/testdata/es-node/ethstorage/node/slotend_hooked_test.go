@@ -38,6 +38,7 @@ const (
 // just after mineTask took its startTime) and when the lines the test watches were written.
 type slotClock struct {
 	mu        sync.Mutex
+	late      bool // VisitKVs holds the task until findWindow before the slot's end
 	start     time.Time
 	holdUntil time.Duration // after the slot's end: when pora's line may return (0: at once)
 	written   map[string]time.Time
@@ -88,7 +89,12 @@ type lateCache struct {
 }
 
 func (c lateCache) VisitKVs(visit func(kvIdx uint64, hash common.Hash, block uint64)) {
-	sleepUntil(c.clock.slotEnd().Add(-findWindow))
+	c.clock.mu.Lock()
+	late := c.clock.late
+	c.clock.mu.Unlock()
+	if late {
+		sleepUntil(c.clock.slotEnd().Add(-findWindow))
+	}
 	c.BlobDiskCache.VisitKVs(visit)
 }
 
@@ -131,12 +137,21 @@ func TestFindAtTheSlotsEndIsSubmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A first head in its own time opens the shard's engine and copies the cache, so the late
+	// heads' window is pora's mining alone.
+	if _, err := tn.node.Miner().RunHead(shards, 900, mix, noValidNonce); err != nil {
+		t.Fatal(err)
+	}
+	tn.log.take()
+	clock.mu.Lock()
+	clock.late = true
+	clock.mu.Unlock()
 	for _, c := range []struct {
 		name string
 		hold time.Duration
 	}{{"returned before the slot's end", 0}, {"returned after the slot's end", returnLate}} {
 		placed := false
-		for attempt := 1; attempt <= 3 && !placed; attempt++ {
+		for attempt := 1; attempt <= 5 && !placed; attempt++ {
 			clock.mu.Lock()
 			clock.holdUntil, clock.written = c.hold, map[string]time.Time{}
 			clock.mu.Unlock()
@@ -148,17 +163,24 @@ func TestFindAtTheSlotsEndIsSubmitted(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := tn.log.take()
-			// Whatever the timing: es-node's own code submitted pora's nonce, and no time-out
-			// line or state says more than 100%.
+			if s := tn.node.Miner().MiningStates()[slotEndShard]; s.MiningPower > 10000 {
+				t.Errorf("%s: MiningPower %d, over 100%%", c.name, s.MiningPower)
+			}
+			if l := find(lines, "info", "Mined with pora"); len(l) != 1 || l[0].kv["found"] != "true" {
+				// pora did not reach the nonce in the window: the machine was too slow for the
+				// scenario (seen under -race on 2 busy cores); nothing to judge, try again.
+				t.Logf("%s (attempt %d): pora found nothing in the slot's last %v: %v", c.name,
+					attempt, findWindow, l)
+				continue
+			}
+			// pora found it in the slot: es-node's own code submitted it, and no time-out line
+			// or state says more than 100%.
 			if got, _, ok := tn.node.Miner().Result(slotEndShard); !ok || got != want {
 				t.Errorf("%s: stored result %d (%v), want es-node's loop to submit nonce %d:\n%v",
 					c.name, got, ok, want, lines)
 			}
 			for _, l := range find(lines, "warn", "Mining tasks timed out") {
 				t.Errorf("%s: es-node's loop timed out on pora's find: %v", c.name, l.kv)
-			}
-			if s := tn.node.Miner().MiningStates()[slotEndShard]; s.MiningPower > 10000 {
-				t.Errorf("%s: MiningPower %d, over 100%%", c.name, s.MiningPower)
 			}
 			for _, msg := range []string{"Calculated a valid hash", "Got sample data",
 				"Got storage proof", "Set mining result"} {
@@ -181,7 +203,7 @@ func TestFindAtTheSlotsEndIsSubmitted(t *testing.T) {
 				"after it; nonce %d submitted", c.name, attempt, end.Sub(mined), checked.Sub(end), want)
 		}
 		if !placed {
-			t.Fatalf("%s: three attempts missed the timing (the machine stalled longer than %v)",
+			t.Fatalf("%s: five attempts missed the timing (the machine stalled longer than %v)",
 				c.name, findWindow)
 		}
 	}

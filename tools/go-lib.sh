@@ -22,8 +22,10 @@
 # (--remap-path-prefix: the checkout is /pora, $CARGO_HOME /cargo, the toolchain /rustc-sysroot),
 # then stripped of the debug sections the toolchain's precompiled standard library carries and
 # of the LLVM bitcode rustc embeds for LTO (llvm-objcopy --strip-debug --remove-section=.llvmbc
-# ..., from `rustup component add llvm-tools`: one tool for ELF, COFF and Mach-O). The profile's LTO and codegen units are the workspace's unless CARGO_PROFILE_RELEASE_*
-# says otherwise (CI's quick builds turn LTO off).
+# ..., from `rustup component add llvm-tools`: one tool for ELF, COFF and Mach-O); the windows
+# library's .bss sections are then given no file contents again (tools/coff-bss.py, python3).
+# The profile's LTO and codegen units are the workspace's unless CARGO_PROFILE_RELEASE_* says
+# otherwise (CI's quick builds turn LTO off).
 #
 # Needs: cargo, rustc with the target's standard library (rustup target add TARGET), the
 # llvm-tools component, and a C compiler for the target where a dependency compiles C/assembly
@@ -183,6 +185,13 @@ for target in "${targets[@]}"; do
         # Every object must say its stack is not executable (see target_cflags above).
         execstack="$(readelf -SW "$out/libpora_ffi.a.tmp" | awk '/^File: /{if (f && !n) print f; f=$2; n=0} /\.note\.GNU-stack/{n=1} END{if (f && !n) print f}')"
         [ -z "$execstack" ] || fail "objects without a .note.GNU-stack section would make a program's stack executable: $execstack"
+    fi
+    if [[ "$target" == *-windows-* ]]; then
+        # llvm-objcopy gives each non-empty .bss a file offset; GNU ld for PE then writes the
+        # whole .bss of the program that links the library (es-node.exe: Go's 34 MB) into the
+        # file as zeros. coff-bss.py puts the offsets back to 0 (it says why).
+        command -v python3 >/dev/null || fail "no python3 for tools/coff-bss.py (the $target .bss fix)"
+        python3 "$ROOT/tools/coff-bss.py" "$out/libpora_ffi.a.tmp" >&2 || fail "tools/coff-bss.py failed"
     fi
     mv "$out/libpora_ffi.a.tmp" "$out/libpora_ffi.a"
     echo "go-lib.sh: $out/libpora_ffi.a ($(stat -c %s "$out/libpora_ffi.a") bytes; unstripped $(stat -c %s "$built"))" >&2

@@ -175,7 +175,7 @@ func fuseWaiting(t *testing.T, mnt string) func() int {
 	}
 }
 
-// The side door (issue 52): a Hash whose first read the disk holds must not hold a slot started
+// The side door: a Hash whose first read the disk holds must not hold a slot started
 // beside it on the same Shards. pread on a pora-faultfs mount that holds the 4 KiB page of the
 // hash's first sample; once that read is held, a slot of 2 s with nonces to re-verify returns
 // by its deadline + 1 s (on 3ae8b57 it waited for the hash's read). Released, Hash answers what

@@ -21,10 +21,13 @@ func TestEncoderFallsThroughWithNoLibrary(t *testing.T) {
 	if mask, ok := esnode.Mask(key, porago.KVSize); ok || mask != nil {
 		t.Fatal("esnode.Mask answered in a build without libpora")
 	}
-	// The encoder block's call leaves it to es-node's own code too (not an error: es-node built
-	// without pora's library encodes as it always did).
-	if mask, answered, err := esnode.EncodeMask(key, porago.KVSize); answered || mask != nil || err != nil {
-		t.Fatalf("esnode.EncodeMask in a build without libpora: answered %v, %v", answered, err)
+	// The encoder block's call leaves it to es-node's own code too, even after UseEncoder
+	// refused to turn it on (the node's start fails there only with --miner.pora).
+	if err := esnode.UseEncoder(nil); !errors.Is(err, porago.ErrNoLibrary) {
+		t.Fatalf("esnode.UseEncoder in a build without libpora: %v, want ErrNoLibrary", err)
+	}
+	if mask, answered := esnode.EncodeMask(key, porago.KVSize); answered || mask != nil {
+		t.Fatal("esnode.EncodeMask answered in a build without libpora")
 	}
 	before := ownEncodeCalls.Load()
 	_, err := Encode(key, porago.KVSize) // the own code's answer is not the point; that it ran is

@@ -130,7 +130,8 @@ type Logger interface {
 var ErrClosed = errors.New("esnode: the miner is closed")
 
 // New checks cfg against the data files' headers (miner, KV entries per shard) and returns the
-// adapter; no engine is opened until a shard's first task. cache is es-node's blob cache as
+// adapter; no engine is opened until a shard's first task. It also turns on the encoder block
+// (UseEncoder), refusing a setting of it pora does not know. cache is es-node's blob cache as
 // es-node holds it (its downloader.BlobCache interface, unchanged): the adapter finds VisitKVs by
 // a type assertion (Cache), so the hook adds the method to the caches without changing the
 // interface that other implementations meet. nil: no blob cache.
@@ -153,6 +154,11 @@ func New[H ~[32]byte](cfg Config, cache any) (*Miner[H], error) {
 	}
 	layout, err := shardLayout(cfg.Files, cfg.KvEntriesBits, cfg.Miner)
 	if err != nil {
+		return nil, err
+	}
+	// The encoder block follows --miner.pora too: a node started without it (no New) computes
+	// every mask with es-node's own code; a mistyped encoder setting is refused here, once.
+	if err := UseEncoder(cfg.Log); err != nil {
 		return nil, err
 	}
 	if cfg.Log != nil {

@@ -1,83 +1,111 @@
 // pora's answer to es-node's encoder (es-node v0.2.10's ethstorage/encoder.Encode): the
 // BLOB_POSEIDON mask of one KV, or "not mine to answer", so the block es-node adds at the top of
-// Encode is one call and a return (docs/es-node.md, "es-node's encoder through pora").
+// Encode is one call and a return (docs/es-node.md, "es-node's encoder through pora"). It answers
+// only once UseEncoder (New, with --miner.pora) turned it on.
 
 package esnode
 
 import (
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	porago "github.com/pora-miner/pora/bindings/go"
 )
 
-// EncoderSwitch is the environment variable that turns the encoder block off: "off" sends every
-// mask to es-node's own code; unset or "on" leaves it on. Any other value is an error.
+// EncoderSwitch is the environment variable that keeps the encoder block off in a node started
+// with --miner.pora: "off" leaves every mask to es-node's own code; unset or "on" lets pora answer.
+// Any other value is refused when the node starts (UseEncoder).
 const EncoderSwitch = "PORA_ENCODE"
 
-// encoderChoice is the process's one decision about the encoder block, made on its first call.
-var encoderChoice struct {
-	once     sync.Once
-	on       bool  // pora answers
-	err      error // a switch or kernel name pora does not know: every call returns it
-	announce io.Writer
+// encoderState is the process's encoder block: off (every EncodeMask call falls through to
+// es-node's own code) until UseEncoder turns it on.
+var encoderState struct {
+	check sync.Once
+	err   error // a setting pora does not know: every UseEncoder returns it, pora stays off
+	off   bool  // PORA_ENCODE=off
+	// kernel and supported are the encode kernel this process runs and those the CPU runs.
+	kernel    string
+	supported []string
+	on        atomic.Pointer[encoderLog] // nil: off
+	said      sync.Once                  // the one line: the first mask pora answers, or off
 }
 
-// EncodeMask is the call of the encoder block at the top of es-node's encoder.Encode:
-//
-//	if mask, answered, err := esnode.EncodeMask(hash, size); answered {
-//		return mask, err
-//	}
-//
-// answered false sends the call to es-node's own code, as it ran before: PORA_ENCODE=off, a
-// build without pora's library, or a call Mask leaves to es-node (another size, a key near r).
-// A value pora does not know, of PORA_ENCODE or of PORA_ENCODE_ARITH (a kernel name it does not
-// know, or one this CPU cannot run), is answered with an error naming the variable, on every
-// call: never a silent fall back to the 8x slower encoder. On its first call it writes one line to
-// standard error saying which it does (the kernel, with the kernels this CPU runs).
-func EncodeMask(hash [32]byte, size int) (mask []byte, answered bool, err error) {
-	c := &encoderChoice
-	c.once.Do(func() {
-		out := c.announce
-		if out == nil {
-			out = os.Stderr
-		}
+// encoderLog is the logger the encoder's one line goes through (nil: no line).
+type encoderLog struct{ log Logger }
+
+// UseEncoder lets the encoder block answer (EncodeMask): New calls it, so the block answers only
+// in a node started with --miner.pora; without it es-node's own code computes every mask, as in
+// es-node as released. It checks pora's settings once per process, at the node's start: a value
+// of PORA_ENCODE other than on or off, or of PORA_ENCODE_ARITH naming a kernel pora does not know
+// or this CPU cannot run, is an error naming the variable, and pora then answers no mask (never an
+// empty one). log (es-node's logger; nil: none) gets the encoder's one line, at the first mask
+// pora answers: the kernel and the kernels this CPU runs; with PORA_ENCODE=off it gets that line
+// at once. Safe from any goroutine; once on, the block stays on for the process.
+func UseEncoder(log Logger) error {
+	c := &encoderState
+	c.check.Do(func() {
 		switch v := os.Getenv(EncoderSwitch); v {
 		case "off":
-			fmt.Fprintf(out, "pora: es-node's encoder: %s=off: es-node's own code computes the masks\n", EncoderSwitch)
+			c.off = true
 			return
 		case "", "on":
 		default:
 			c.err = fmt.Errorf("esnode: %s=%q: not a value pora knows (on, off)", EncoderSwitch, v)
-			fmt.Fprintf(out, "pora: es-node's encoder: %v\n", c.err)
 			return
 		}
 		if err := porago.Available(); err != nil {
-			fmt.Fprintf(out, "pora: es-node's encoder: es-node's own code computes the masks: %v\n", err)
+			c.err = fmt.Errorf("esnode: es-node's encoder through pora: %w", err)
 			return
 		}
-		kernel, supported, err := porago.EncodeKernel()
-		if err != nil {
-			c.err = fmt.Errorf("esnode: es-node's encoder through pora: %w (unset it, or %s=off)", err, EncoderSwitch)
-			fmt.Fprintf(out, "pora: %v\n", c.err)
-			return
+		if c.kernel, c.supported, c.err = porago.EncodeKernel(); c.err != nil {
+			c.err = fmt.Errorf("esnode: es-node's encoder through pora: %w (unset it, or %s=off)",
+				c.err, EncoderSwitch)
 		}
-		c.on = true
-		fmt.Fprintf(out, "pora: es-node's encoder computes masks with pora's %s kernel (this CPU runs: %s); "+
-			"%s=off turns it off\n", kernel, strings.Join(supported, ", "), EncoderSwitch)
 	})
-	if c.err != nil {
-		return nil, true, c.err
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.off:
+		if log != nil {
+			c.said.Do(func() {
+				log.Info("Encoder without pora: es-node's own code computes the masks",
+					"switch", EncoderSwitch+"=off")
+			})
+		}
+		return nil
 	}
-	if !c.on {
-		return nil, false, nil
+	c.on.CompareAndSwap(nil, &encoderLog{log: log})
+	return nil
+}
+
+// EncodeMask is the call of the encoder block at the top of es-node's encoder.Encode:
+//
+//	if mask, ok := esnode.EncodeMask(hash, size); ok {
+//		return mask, nil
+//	}
+//
+// ok false sends the call to es-node's own code, as it ran before: before UseEncoder (a node
+// without --miner.pora, or one not started yet), with PORA_ENCODE=off or a setting UseEncoder
+// refused, in a build without pora's library, or for a call Mask leaves to es-node (another size,
+// a key near r, an error). ok true comes with the whole mask, never an empty one. Off, it costs
+// one atomic load.
+func EncodeMask(hash [32]byte, size int) (mask []byte, ok bool) {
+	c := &encoderState
+	on := c.on.Load()
+	if on == nil {
+		return nil, false
 	}
-	mask, ok := Mask(hash, size)
-	return mask, ok, nil
+	if mask, ok = Mask(hash, size); ok && on.log != nil {
+		c.said.Do(func() {
+			on.log.Info("Encoder computes masks with pora", "kernel", c.kernel,
+				"cpuRuns", strings.Join(c.supported, ","), "switch", EncoderSwitch+"=off")
+		})
+	}
+	return mask, ok
 }
 
 // fieldPrime is the BN254 scalar field's prime r, the modulus of BLOB_POSEIDON's arithmetic.

@@ -35,7 +35,7 @@ type Block struct {
 	// Offset places the block from the anchor line: 1 after it, 0 before it, -1 before the line
 	// above it.
 	Offset int
-	// Replace: the block's one line replaces the anchor line (Anchor is then the whole line).
+	// Replace: the block's lines replace the anchor line (Anchor is then the whole line).
 	Replace bool
 	// Lines are the block's lines as written (tabs), before gofmt aligns them with their
 	// neighbours.
@@ -51,36 +51,30 @@ var Blocks = []Block{
 	{Set: Mining, File: "ethstorage/node/node.go",
 		Place: "initMiner, before `n.miner = miner.New(...)`",
 		Scope: "func initMiner", Anchor: "n.miner = miner.New(", Offset: 0, Lines: []string{
-			"\tvar pora *esnode.Miner[common.Hash] // nil: es-node mines with its own loop",
-			"\tif cfg.Mining.Pora {",
+			"\tif cfg.Mining.Pora { // the worker gets pora's adapter with its Config, before it starts",
 			"\t\tvar err error",
-			"\t\tpora, err = esnode.New[common.Hash](esnode.Config{Files: cfg.Storage.Filenames,",
-			"\t\t\tMiner: cfg.Storage.Miner, KvEntriesBits: n.storageManager.KvEntriesBits(),",
-			"\t\t\tRandomChecks: cfg.Mining.RandomChecks, NonceLimit: cfg.Mining.NonceLimit, Log: n.lg,",
-			"\t\t\tSlotSec: cfg.Mining.Slot, ThreadsPerShard: cfg.Mining.ThreadsPerShard}, n.blobCache)",
+			"\t\tcfg.Mining.PoraMiner, err = esnode.New[common.Hash](esnode.Config{",
+			"\t\t\tFiles: cfg.Storage.Filenames, Miner: cfg.Storage.Miner, Log: n.lg,",
+			"\t\t\tKvEntriesBits: n.storageManager.KvEntriesBits(), SlotSec: cfg.Mining.Slot,",
+			"\t\t\tRandomChecks: cfg.Mining.RandomChecks, NonceLimit: cfg.Mining.NonceLimit,",
+			"\t\t\tThreadsPerShard: cfg.Mining.ThreadsPerShard}, n.blobCache)",
 			"\t\tif err != nil {",
 			"\t\t\treturn fmt.Errorf(\"--miner.pora: %w\", err)",
 			"\t\t}",
 			"\t}",
 		}},
-	{Set: Mining, File: "ethstorage/node/node.go",
-		Place: "initMiner, after `n.miner = miner.New(...)`",
-		Scope: "func initMiner", Anchor: "n.miner = miner.New(", Offset: 1, Lines: []string{
-			"\tn.miner.UsePora(pora)",
-		}},
-	imports(Mining, "ethstorage/miner/miner.go", esnodePackage),
-	{Set: Mining, File: "ethstorage/miner/miner.go", Place: "after `func (miner *Miner) Close()`",
-		Scope: "func Miner.Close", Offset: 1, Lines: []string{
-			"",
-			"func (miner *Miner) UsePora(p *esnode.Miner[common.Hash]) { miner.worker.pora = p }",
-		}},
+	imports(Mining, "ethstorage/miner/config.go", esnodePackage),
 	{Set: Mining, File: "ethstorage/miner/config.go", Place: "the end of `type Config`",
 		Scope: "type Config", Offset: 0, Lines: []string{
-			"\tPora bool // --miner.pora: mine through pora's engine",
+			"",
+			"\t// --miner.pora: the worker mines through PoraMiner, made by initMiner (nil: flag off)",
+			"\tPora      bool",
+			"\tPoraMiner *esnode.Miner[common.Hash]",
 		}},
 	{Set: Mining, File: "ethstorage/miner/cli.go",
 		Place: "after `EmailEnabledFlagName = \"miner.email-enabled\"`",
-		Scope: "file", Anchor: "EmailEnabledFlagName = \"miner.email-enabled\"", Offset: 1, Lines: []string{
+		Scope: "file", Anchor: "EmailEnabledFlagName = \"miner.email-enabled\"", Offset: 1,
+		Lines: []string{
 			"",
 			"\tPoraFlagName = \"miner.pora\"",
 		}},
@@ -88,7 +82,7 @@ var Blocks = []Block{
 		Scope: "func CLIFlags", Anchor: "return flag", Offset: -1, Lines: []string{
 			"\t\tcli.BoolFlag{",
 			"\t\t\tName:   PoraFlagName,",
-			"\t\t\tUsage:  \"Mine through pora's engine (reads the shard files at the disk's limit)\",",
+			"\t\t\tUsage:  \"Mine through pora (reads the shard files at the disk's limit)\",",
 			"\t\t\tEnvVar: minerEnv(\"PORA\"),",
 			"\t\t},",
 		}},
@@ -105,28 +99,29 @@ var Blocks = []Block{
 			"\tcfg.Pora = c.Pora",
 		}},
 	imports(Mining, "ethstorage/miner/worker.go", esnodePackage),
-	{Set: Mining, File: "ethstorage/miner/worker.go", Place: "the end of `type worker`",
-		Scope: "type worker", Offset: 0, Lines: []string{
-			"\tpora *esnode.Miner[common.Hash] // nil without --miner.pora",
-		}},
 	{Set: Mining, File: "ethstorage/miner/worker.go", Place: "close, after `w.wg.Wait()`",
 		Scope: "func close", Anchor: "w.wg.Wait()", Offset: 1, Lines: []string{
-			"\tif err := w.pora.Close(); err != nil { // a nil w.pora (no --miner.pora) closes nothing",
-			"\t\tw.lg.Error(\"Failed to close pora\", \"err\", err)",
+			"\tif w.config.PoraMiner != nil { // --miner.pora: the task loops are done with it",
+			"\t\tif err := w.config.PoraMiner.Close(); err != nil {",
+			"\t\t\tw.lg.Error(\"Failed to close pora\", \"err\", err)",
+			"\t\t}",
 			"\t}",
 		}},
 	{Set: Mining, File: "ethstorage/miner/worker.go",
 		Place: "mineTask, after `w.lg.Debug(\"Mining task started\", ...)`",
-		Scope: "func mineTask", Anchor: "w.lg.Debug(\"Mining task started\"", Offset: 1, Lines: []string{
-			"\tif w.pora != nil { // --miner.pora: pora tries the nonces; a find is re-checked below",
-			"\t\tres, err := w.pora.MineTask(esnode.Task{Miner: t.miner, ShardIdx: t.shardIdx,",
-			"\t\t\tRequiredDiff: t.requiredDiff, BlockNumber: t.blockNumber, MixHash: t.mixHash,",
-			"\t\t\tNonceStart: t.nonceStart, NonceEnd: t.nonceEnd, Thread: t.thread,",
-			"\t\t\tState: (*esnode.MiningState)(w.miningStates[t.shardIdx]), Running: w.isRunning})",
+		Scope: "func mineTask", Anchor: "w.lg.Debug(\"Mining task started\"", Offset: 1,
+		Lines: []string{
+			"\tif pora := w.config.PoraMiner; pora != nil { // --miner.pora: pora tries the nonces",
+			"\t\tres, err := pora.MineTask(esnode.Task{Miner: t.miner, ShardIdx: t.shardIdx,",
+			"\t\t\tRequiredDiff: t.requiredDiff, BlockNumber: t.blockNumber,",
+			"\t\t\tMixHash: t.mixHash, NonceStart: t.nonceStart, NonceEnd: t.nonceEnd,",
+			"\t\t\tThread: t.thread, Running: w.isRunning,",
+			"\t\t\tState: (*esnode.MiningState)(w.miningStates[t.shardIdx])})",
 			"\t\tif err != nil || !res.Found {",
 			"\t\t\treturn false, err",
 			"\t\t}",
-			"\t\tnonce, t.nonceEnd = res.NonceStart, res.NonceEnd",
+			"\t\t// found in the slot: re-checked and submitted below, on a new clock however late",
+			"\t\tnonce, t.nonceEnd, startTime = res.NonceStart, res.NonceEnd, time.Now()",
 			"\t}",
 		}},
 	{Set: Mining, File: "ethstorage/downloader/blob_disk_cache.go",
@@ -138,9 +133,9 @@ var Blocks = []Block{
 			"\tc.mu.RLock()",
 			"\tdefer c.mu.RUnlock()",
 			"\tfor number, block := range c.blockLookup {",
-			"\t\tfor _, blob := range block.blobs {",
-			"\t\t\tif blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {",
-			"\t\t\t\tvisit(blob.kvIndex.Uint64(), blob.hash, number)",
+			"\t\tfor _, bl := range block.blobs {",
+			"\t\t\tif k := bl.kvIndex; k != nil && c.kvIndexLookup[k.Uint64()] == bl.dataId {",
+			"\t\t\t\tvisit(k.Uint64(), bl.hash, number)",
 			"\t\t\t}",
 			"\t\t}",
 			"\t}",
@@ -150,8 +145,8 @@ var Blocks = []Block{
 	imports(Encoder, "ethstorage/encoder/encoder.go", esnodePackage),
 	{Set: Encoder, File: "ethstorage/encoder/encoder.go", Place: "the top of Encode",
 		Scope: "func Encode", Anchor: "func Encode(", Offset: 1, Lines: []string{
-			"\tif mask, answered, err := esnode.EncodeMask(hash, size); answered {",
-			"\t\treturn mask, err",
+			"\tif mask, ok := esnode.EncodeMask(hash, size); ok { // only with --miner.pora",
+			"\t\treturn mask, nil",
 			"\t}",
 		}},
 
@@ -159,7 +154,8 @@ var Blocks = []Block{
 		Place: "Cleanup, the `if blob.kvIndex != nil {` guard, changed",
 		Scope: "func BlobDiskCache.Cleanup", Anchor: "if blob.kvIndex != nil {", Replace: true,
 		Lines: []string{
-			"\t\t\t\tif blob.kvIndex != nil && c.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {",
+			"\t\t\t\tif blob.kvIndex != nil &&",
+			"\t\t\t\t\tc.kvIndexLookup[blob.kvIndex.Uint64()] == blob.dataId {",
 		}},
 }
 

@@ -2,7 +2,11 @@
 // task split and mineTask loop with its log lines, and the sampling algorithm.
 package miner
 
-import "math/big"
+import (
+	"math/big"
+
+	"github.com/ethereum/go-ethereum/common"
+)
 
 // Config is the miner's configuration: the contract's mining parameters and the flags'.
 type Config struct {
@@ -18,6 +22,7 @@ type Config struct {
 	// cli
 	GasPrice        *big.Int
 	ThreadsPerShard uint64
+	SignerAddr      common.Address
 
 	// for proof submission notifications
 	EmailEnabled bool

@@ -121,10 +121,9 @@ func (w *worker) mineTask(t *taskItem) (bool, error) {
 	nonce, startTime := t.nonceStart, time.Now()
 	// One line, as es-node's: pora-esnode's mining block goes right after it.
 	w.lg.Debug("Mining task started", "shard", t.shardIdx, "thread", t.thread, "block", t.blockNumber, "nonces", fmt.Sprintf("%d~%d", t.nonceStart, t.nonceEnd))
-	slotOver := startTime.Add(time.Duration(w.config.Slot) * time.Second)
 	for ; w.isRunning(); nonce++ {
 		switch {
-		case time.Now().After(slotOver):
+		case time.Since(startTime).Seconds() > float64(w.config.Slot): // tested first, as es-node's
 			w.endTimedOut(t, nonce, startTime)
 			return false, nil
 		case nonce >= t.nonceEnd:
@@ -181,7 +180,7 @@ func (w *worker) recordState(shard uint64, startTime time.Time, powerBps uint64)
 }
 
 // storeResult reads the samples again and stores the shard's result (es-node's getMiningData,
-// prover and resultMap, without the prover).
+// prover and resultMap; the proof itself is not stood in, only its log line).
 func (w *worker) storeResult(t *taskItem, nonce uint64, sampleIdxs []uint64) error {
 	encodedSamples := make([]common.Hash, len(sampleIdxs))
 	for i, idx := range sampleIdxs {
@@ -192,6 +191,14 @@ func (w *worker) storeResult(t *taskItem, nonce uint64, sampleIdxs []uint64) err
 		encodedSamples[i] = sample
 	}
 	w.lg.Info("Got sample data", "shard", t.shardIdx, "block", t.blockNumber, "encodedSamples", encodedSamples)
+	// Where the prover would run: the KVs and the samples within them it proves.
+	sampleBits := w.storageMgr.MaxKvSizeBits() - 5
+	kvIdxs, sampleIdxsInKv := make([]uint64, len(sampleIdxs)), make([]uint64, len(sampleIdxs))
+	for i, idx := range sampleIdxs {
+		kvIdxs[i], sampleIdxsInKv[i] = idx>>sampleBits, idx&(1<<sampleBits-1)
+	}
+	w.lg.Info("Got storage proof", "shard", t.shardIdx, "block", t.blockNumber, "kvIdx", kvIdxs,
+		"sampleIdxsInKv", sampleIdxsInKv)
 	w.resultLock.Lock()
 	w.resultMap[t.shardIdx] = &result{blockNumber: t.blockNumber, startShardId: t.shardIdx,
 		miner: t.miner, nonce: nonce, encodedData: encodedSamples, timestamp: t.mineTime}

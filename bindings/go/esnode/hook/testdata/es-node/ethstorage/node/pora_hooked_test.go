@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/log"
 	"github.com/ethstorage/go-ethstorage/ethstorage"
 	"github.com/ethstorage/go-ethstorage/ethstorage/downloader"
 	"github.com/ethstorage/go-ethstorage/ethstorage/miner"
@@ -110,6 +111,20 @@ func newNode(t *testing.T, shards []uint64, cfg miner.Config, cache downloader.B
 // manager opens them, its miner started and closed when the test ends.
 func newNodeOver(t *testing.T, paths map[uint64]string, cfg miner.Config,
 	cache downloader.BlobCache) (*testNode, error) {
+	return newNodeOverWithLog(t, paths, cfg, cache, &recorder{})
+}
+
+// recording is a logger that keeps its lines in a recorder.
+type recording interface {
+	log.Logger
+	records() *recorder
+}
+
+func (r *recorder) records() *recorder { return r }
+
+// newNodeOverWithLog is newNodeOver with the node's logger given.
+func newNodeOverWithLog(t *testing.T, paths map[uint64]string, cfg miner.Config,
+	cache downloader.BlobCache, lg recording) (*testNode, error) {
 	files := map[uint64]*os.File{}
 	var names []string
 	for shard, path := range paths {
@@ -121,17 +136,16 @@ func newNodeOver(t *testing.T, paths map[uint64]string, cfg miner.Config,
 		files[shard], names = f, append(names, path)
 	}
 	sm := ethstorage.NewStorageManager(files, kvEntriesBits, kvSizeBits, testMiner)
-	rec := &recorder{}
 	n, err := node.New(context.Background(), &node.Config{
 		Storage: node.StorageConfig{Filenames: names, Miner: testMiner},
 		Mining:  &cfg,
-	}, sm, cache, rec)
+	}, sm, cache, lg)
 	if err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { n.Miner().Close() })
 	n.Miner().Start()
-	return &testNode{node: n, log: rec}, nil
+	return &testNode{node: n, log: lg.records()}, nil
 }
 
 // cacheWithBlobs is a disk cache holding 8 KVs of each shard in block 30.
@@ -273,8 +287,18 @@ func TestPoraKeepsEsNodesLogLines(t *testing.T) {
 	for _, l := range valid {
 		wantKeys(t, l, "shard", "block", "timestamp", "randao", "nonce", "hash0", "hash1", "sampleIdxs")
 	}
-	if len(find(lines, "info", "Set mining result")) != found {
-		t.Errorf("want one \"Set mining result\" per find:\n%v", lines)
+	for msg, keys := range map[string][]string{
+		"Got sample data":   {"shard", "block", "encodedSamples"},
+		"Got storage proof": {"shard", "block", "kvIdx", "sampleIdxsInKv"},
+		"Set mining result": {"shard", "block", "nonce"},
+	} {
+		got := find(lines, "info", msg)
+		if len(got) != found {
+			t.Errorf("%d lines %q for %d finds:\n%v", len(got), msg, found, lines)
+		}
+		for _, l := range got {
+			wantKeys(t, l, keys...)
+		}
 	}
 }
 
@@ -359,17 +383,37 @@ func TestTwoShardsAtOnceAsEsNode(t *testing.T) {
 	t.Logf("24 heads x 2 shards at once: %d finds, the same with pora and es-node's loop", foundAny)
 }
 
-// With the flag off, nothing of pora runs: no pora line, and the node's log is es-node's own.
+// With the flag off, nothing of pora runs: the node's log is es-node's own lines, each of them
+// (every thread's start and range end, thread 0's "Sampling done" per shard), and no pora line.
 func TestFlagOffLogsOnlyEsNodesLines(t *testing.T) {
 	shards := []uint64{1, 2}
 	tn, err := newNode(t, shards, config(256, 12, false), cacheWithBlobs(t, shards))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if start := tn.log.take(); len(start) != 1 || start[0].msg != "Initialized miner" {
+		t.Errorf("flag off: the node's start logged %v, want es-node's \"Initialized miner\" alone", start)
+	}
 	if _, err := tn.node.Miner().RunHead(shards, 5, common.Hash{5}, noValidNonce); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range tn.log.take() {
+	lines := tn.log.take()
+	for _, want := range []struct {
+		level, msg string
+		n          int
+	}{
+		{"debug", "Mining task started", 2 * 4},
+		{"info", "Sampling done with all nonces", 2},
+		{"debug", "Sampling done with all nonces", 2 * 4},
+	} {
+		if got := len(find(lines, want.level, want.msg)); got != want.n {
+			t.Errorf("flag off: %d %s lines %q, want %d:\n%v", got, want.level, want.msg, want.n, lines)
+		}
+	}
+	if len(lines) != 2*4+2+2*4 {
+		t.Errorf("flag off: %d lines, want es-node's 18 alone:\n%v", len(lines), lines)
+	}
+	for _, l := range lines {
 		if strings.Contains(strings.ToLower(l.msg), "pora") {
 			t.Errorf("flag off, and the log has %q", l.msg)
 		}

@@ -18,6 +18,9 @@ func copyTree(t *testing.T) string {
 	return esnodetree.Copy(t, filepath.Join("..", "..", "esnode", "hook", "testdata", "es-node"))
 }
 
+// poraDir is this checkout's pora module, as -pora-dir names it.
+var poraDir = filepath.Join("..", "..")
+
 func runTool(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	code := run(args, &out, &errOut)
@@ -29,7 +32,7 @@ func TestDryRunApplyAgainRevert(t *testing.T) {
 	worker := filepath.Join(dir, "ethstorage", "miner", "worker.go")
 	before, _ := os.ReadFile(worker)
 
-	code, out, errOut := runTool("apply", "-n", "-encoder", "-pora-dir", "/pora/bindings/go", dir)
+	code, out, errOut := runTool("apply", "-n", "-encoder", "-pora-dir", poraDir, dir)
 	if code != 0 {
 		t.Fatalf("apply -n: exit %d: %s", code, errOut)
 	}
@@ -42,10 +45,10 @@ func TestDryRunApplyAgainRevert(t *testing.T) {
 		t.Fatal("apply -n wrote worker.go")
 	}
 
-	if code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir); code != 0 {
+	if code, _, errOut := runTool("apply", "-pora-dir", poraDir, dir); code != 0 {
 		t.Fatalf("apply: exit %d: %s", code, errOut)
 	}
-	code, out, _ = runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	code, out, _ = runTool("apply", "-pora-dir", poraDir, dir)
 	if code != 0 || !strings.Contains(out, "nothing changed") {
 		t.Fatalf("the second apply: exit %d: %s", code, out)
 	}
@@ -62,7 +65,7 @@ func TestRefusalAndUsage(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "ethstorage", "miner", "cli.go")); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	code, _, errOut := runTool("apply", "-pora-dir", poraDir, dir)
 	if code != 1 || !strings.Contains(errOut, "ethstorage/miner/cli.go: missing") || !strings.Contains(errOut, "no file changed") {
 		t.Fatalf("a missing file: exit %d: %s", code, errOut)
 	}

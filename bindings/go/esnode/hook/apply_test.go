@@ -100,7 +100,7 @@ var forms = []struct {
 
 func TestApplyTwiceThenRevertByteForByte(t *testing.T) {
 	for _, form := range forms {
-		for _, mod := range []hook.ModuleSource{release, {Dir: poraDir}} {
+		for _, mod := range []hook.ModuleSource{release, {Dir: poraDir}, {Dir: poraDir, Vendor: true}} {
 			t.Run(form.name, func(t *testing.T) {
 				dir := copyTree(t)
 				form.make(t, dir)

@@ -75,3 +75,65 @@ func TestRefusalAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// -vendor copies pora's module into the tree and revert, run from inside the tree as `revert .`,
+// takes it out again: the tree as it was, and the command never says more than it did.
+func TestVendorThenRevertFromInsideTheTree(t *testing.T) {
+	dir := copyTree(t)
+	before := treeFiles(t, dir)
+	code, out, errOut := runTool("apply", "-vendor", "-pora-dir", poraDir, dir)
+	if code != 0 || !strings.Contains(out, "copied pora's module into pora-go") {
+		t.Fatalf("apply -vendor: exit %d: %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pora-go", "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runTool("revert", ".")
+	if err := os.Chdir(wd); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.Contains(out, "removed pora's module from pora-go") || strings.Contains(out, "as they were") {
+		t.Fatalf("revert .: exit %d: %s%s", code, out, errOut)
+	}
+	after := treeFiles(t, dir)
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("after revert %s is left", name)
+		}
+	}
+	for name, raw := range before {
+		if !bytes.Equal(after[name], raw) {
+			t.Errorf("after revert %s differs", name)
+		}
+	}
+}
+
+// treeFiles is every file (its bytes) and directory (nil) under dir.
+func treeFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if info.IsDir() {
+			out[rel+"/"] = nil
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		out[rel] = raw
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

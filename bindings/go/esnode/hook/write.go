@@ -28,6 +28,10 @@ var beforeReplace func(path string) error
 // their files (and deleted files removed), and when one of those steps fails every file already
 // replaced gets its old bytes back.
 func Write(dir string, changes []Change) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	paths := make([]string, len(changes))
 	for i, c := range changes {
 		paths[i] = filepath.Join(dir, filepath.FromSlash(c.Path))

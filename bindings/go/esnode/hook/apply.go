@@ -424,13 +424,7 @@ func (f *file) remove(b Block) (bool, error) {
 }
 
 // importPath is the path of an import block's line (`\t"path"`).
-func importPath(l string) string {
-	p, err := strconv.Unquote(strings.TrimSpace(l))
-	if err != nil {
-		panic("hook: an import block's line is not a quoted path: " + l)
-	}
-	return p
-}
+func importPath(l string) string { return unquote(strings.TrimSpace(l)) }
 
 // importList is the file's parenthesised import list: its specs (path and first and last line
 // index) and the line index of its closing parenthesis.

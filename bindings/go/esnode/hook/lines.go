@@ -115,7 +115,7 @@ func (f *file) splice(at, del int, add []string) {
 	f.lines = append(out, f.lines[at+del:]...)
 }
 
-// remove takes n lines out at index at.
+// removeLines takes n lines out at index at.
 func (f *file) removeLines(at, n int) {
 	f.lines = append(f.lines[:at:at], f.lines[at+n:]...)
 }

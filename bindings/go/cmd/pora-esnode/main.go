@@ -135,7 +135,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "apply" {
 		fmt.Fprintf(stdout, "pora-esnode apply: done; build es-node as before and run it with --miner.pora\n")
 	} else {
-		fmt.Fprintf(stdout, "pora-esnode revert: done; took out every line pora-esnode adds (and the one line -cleanup-fix changes, put back)\n")
+		fmt.Fprintf(stdout, "pora-esnode revert: done; took out every pora line it found\n")
 	}
 	return 0
 }

@@ -242,6 +242,8 @@ for pkg in node encoder downloader; do
 done
 (cd "$ESNODE_TREE/standin/go-ethereum/crypto" && wine "$GO_OUT/esnode-keccak.test.exe" -test.v -test.count=1) \
     | tr -d '\r' || fail "the es-node tree's stand-in Keccak tests failed under Wine"
+step "integrations/es-node/windows-size.sh --sim: es-node.exe with pora's hook keeps .bss out of the file"
+bash "$ROOT/integrations/es-node/windows-size.sh" --sim || fail "es-node.exe's .bss has file contents (or the size check failed)"
 
 for t in "${MAC_TARGETS[@]}"; do
     step "cargo clippy --target $t --workspace (compile check of the macOS code, warnings are errors)"

@@ -217,6 +217,10 @@ strip_lib() {
     "$OBJCOPY" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd \
         --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$1" "$2" \
         || fail "llvm-objcopy --strip-debug $1 failed"
+    # The windows library's .bss without file contents again (tools/go-lib.sh says why).
+    case "$2" in
+        */windows_amd64/*) python3 tools/coff-bss.py "$2" >&2 || fail "tools/coff-bss.py $2 failed" ;;
+    esac
 }
 
 # write_pc FILE TARGET PREFIX [LIBDIR INCLUDEDIR]: a pkg-config file for TARGET's static library;

@@ -18,7 +18,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
+export GOTOOLCHAIN=local GOPROXY=off
 export GOCACHE="${GOCACHE:-$ROOT/target/go-cache}"
 say() { echo "es-node windows size: $*"; }
 fail() { say "FAIL: $*"; exit 1; }

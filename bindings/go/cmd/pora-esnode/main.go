@@ -4,12 +4,15 @@
 //	go run github.com/pora-miner/pora/bindings/go/cmd/pora-esnode@v0.1.0 apply [flags] <es-node dir>
 //	go run github.com/pora-miner/pora/bindings/go/cmd/pora-esnode@v0.1.0 revert [flags] <es-node dir>
 //
-// apply edits es-node's files (the blocks of docs/es-node.md, gofmt-clean), go.mod (a require of
-// pora's module at the tool's own version) and go.sum (the module's two lines). Run again, it
-// changes nothing and says so. Where es-node's code does not have the shape it expects (another
-// version, a renamed function, a missing file) it changes no file and names the file and the
-// place. -n prints the diff instead of writing. revert takes every applied block and pora's
-// go.mod and go.sum lines out, giving es-node's files back byte for byte.
+// apply adds the hook's lines to es-node's files (the blocks of docs/es-node.md; every other byte
+// of each file stays, line endings included), go.mod (a require of pora's module at the tool's own
+// version) and go.sum (the module's two lines); with -vendor it copies pora's module into the
+// es-node tree (./pora-go) and go.mod replaces the module with it, so es-node builds with nothing
+// of pora's fetched. Run again, it changes nothing and says so; on a tree holding part of the hook
+// it adds the rest. Where es-node's code does not have the shape it expects (another version, a
+// renamed function, a missing file) it changes no file and names the file and the place. -n
+// prints the diff instead of writing. revert takes every pora line out of es-node's files, go.mod
+// and go.sum, and the copy -vendor made.
 package main
 
 import (
@@ -17,12 +20,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/pora-miner/pora/bindings/go/esnode/hook"
 )
 
-const usage = `usage: pora-esnode apply [-encoder] [-cleanup-fix] [-n] [-pora-dir DIR] <es-node dir>
+const usage = `usage: pora-esnode apply [-encoder] [-cleanup-fix] [-n] [-vendor] [-pora-dir DIR] <es-node dir>
        pora-esnode revert [-n] <es-node dir>
 
 apply   adds pora's mining hook (--miner.pora) to es-node v0.2.10's files, go.mod and go.sum
@@ -49,6 +55,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"also apply the fix to BlobDiskCache.Cleanup (an es-node bug, apart from the hook)")
 	poraDir := fs.String("pora-dir", "",
 		"require pora's module from this directory (a replace line) instead of the tool's version")
+	vendor := fs.Bool("vendor", false,
+		"copy pora's module (the tool's own, or -pora-dir) into the es-node tree as ./"+hook.VendorDir+
+			" and replace the module with it: es-node then builds with nothing of pora's fetched")
 	version := fs.String("pora-version", "", "require this version of pora's module (with -pora-sum)")
 	sum := fs.String("pora-sum", "", "the go.sum hash (h1:...) of -pora-version's module zip")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -70,9 +79,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *cleanupFix {
 			sets = append(sets, hook.CleanupFix)
 		}
-		mod := hook.ModuleSource{Dir: *poraDir, Version: *version, Sum: *sum}
+		mod := hook.ModuleSource{Dir: *poraDir, Version: *version, Sum: *sum, Vendor: *vendor}
 		if mod.Dir == "" && mod.Version == "" {
 			mod.Version, mod.Sum = ownVersion()
+		}
+		if mod.Vendor && mod.Dir == "" {
+			if mod.Dir, err = moduleCacheDir(mod.Version); err != nil {
+				fmt.Fprintf(stderr, "pora-esnode apply: -vendor: %v\npora-esnode apply: no file changed\n", err)
+				return 1
+			}
 		}
 		res, err = hook.Plan(dir, sets, mod)
 	} else {
@@ -98,18 +113,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := hook.Write(dir, res.Changes); err != nil {
-		fmt.Fprintf(stderr, "pora-esnode %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "pora-esnode %s: %s: %v\n", cmd, dir, err)
 		return 1
 	}
+	copied := 0
 	for _, c := range res.Changes {
-		fmt.Fprintf(stdout, "pora-esnode %s: changed %s\n", cmd, c.Path)
+		switch {
+		case strings.HasPrefix(c.Path, hook.VendorDir+"/"):
+			copied++
+		default:
+			fmt.Fprintf(stdout, "pora-esnode %s: changed %s\n", cmd, c.Path)
+		}
+	}
+	if copied > 0 {
+		what := "copied pora's module into"
+		if cmd == "revert" {
+			what = "removed pora's module from"
+		}
+		fmt.Fprintf(stdout, "pora-esnode %s: %s %s (%d files)\n", cmd, what, hook.VendorDir, copied)
 	}
 	if cmd == "apply" {
 		fmt.Fprintf(stdout, "pora-esnode apply: done; build es-node as before and run it with --miner.pora\n")
 	} else {
-		fmt.Fprintf(stdout, "pora-esnode revert: done; es-node's files are as they were\n")
+		fmt.Fprintf(stdout, "pora-esnode revert: done; took out every pora line it found\n")
 	}
 	return 0
+}
+
+// moduleCacheDir is the module cache's copy of pora's module at version: where `go run
+// ...@version` took this tool from, libraries included.
+func moduleCacheDir(version string) (string, error) {
+	if version == "" {
+		return "", fmt.Errorf("this tool was not built from a released module: give -pora-dir (pora's bindings/go, " +
+			"or the release's unpacked Go archive)")
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %v", err)
+	}
+	// The module path has no upper-case letter, so its cache path is the path itself.
+	return filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(hook.Module)+"@"+version), nil
 }
 
 // ownVersion is the version and go.sum hash of the module this binary was built from, when it

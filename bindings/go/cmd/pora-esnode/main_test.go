@@ -18,6 +18,9 @@ func copyTree(t *testing.T) string {
 	return esnodetree.Copy(t, filepath.Join("..", "..", "esnode", "hook", "testdata", "es-node"))
 }
 
+// poraDir is this checkout's pora module, as -pora-dir names it.
+var poraDir = filepath.Join("..", "..")
+
 func runTool(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	code := run(args, &out, &errOut)
@@ -29,11 +32,11 @@ func TestDryRunApplyAgainRevert(t *testing.T) {
 	worker := filepath.Join(dir, "ethstorage", "miner", "worker.go")
 	before, _ := os.ReadFile(worker)
 
-	code, out, errOut := runTool("apply", "-n", "-encoder", "-pora-dir", "/pora/bindings/go", dir)
+	code, out, errOut := runTool("apply", "-n", "-encoder", "-pora-dir", poraDir, dir)
 	if code != 0 {
 		t.Fatalf("apply -n: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"+++ b/ethstorage/miner/worker.go", "+\tif w.pora != nil {", "+require github.com/pora-miner/pora/bindings/go v0.0.0", "none written"} {
+	for _, want := range []string{"+++ b/ethstorage/miner/worker.go", "+\tif pora := w.config.PoraMiner; pora != nil {", "+require github.com/pora-miner/pora/bindings/go v0.0.0", "none written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("apply -n's output lacks %q:\n%s", want, out)
 		}
@@ -42,10 +45,10 @@ func TestDryRunApplyAgainRevert(t *testing.T) {
 		t.Fatal("apply -n wrote worker.go")
 	}
 
-	if code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir); code != 0 {
+	if code, _, errOut := runTool("apply", "-pora-dir", poraDir, dir); code != 0 {
 		t.Fatalf("apply: exit %d: %s", code, errOut)
 	}
-	code, out, _ = runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	code, out, _ = runTool("apply", "-pora-dir", poraDir, dir)
 	if code != 0 || !strings.Contains(out, "nothing changed") {
 		t.Fatalf("the second apply: exit %d: %s", code, out)
 	}
@@ -62,7 +65,7 @@ func TestRefusalAndUsage(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "ethstorage", "miner", "cli.go")); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runTool("apply", "-pora-dir", "/pora/bindings/go", dir)
+	code, _, errOut := runTool("apply", "-pora-dir", poraDir, dir)
 	if code != 1 || !strings.Contains(errOut, "ethstorage/miner/cli.go: missing") || !strings.Contains(errOut, "no file changed") {
 		t.Fatalf("a missing file: exit %d: %s", code, errOut)
 	}
@@ -71,4 +74,66 @@ func TestRefusalAndUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
+}
+
+// -vendor copies pora's module into the tree and revert, run from inside the tree as `revert .`,
+// takes it out again: the tree as it was, and the command never says more than it did.
+func TestVendorThenRevertFromInsideTheTree(t *testing.T) {
+	dir := copyTree(t)
+	before := treeFiles(t, dir)
+	code, out, errOut := runTool("apply", "-vendor", "-pora-dir", poraDir, dir)
+	if code != 0 || !strings.Contains(out, "copied pora's module into pora-go") {
+		t.Fatalf("apply -vendor: exit %d: %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pora-go", "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runTool("revert", ".")
+	if err := os.Chdir(wd); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.Contains(out, "removed pora's module from pora-go") || strings.Contains(out, "as they were") {
+		t.Fatalf("revert .: exit %d: %s%s", code, out, errOut)
+	}
+	after := treeFiles(t, dir)
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("after revert %s is left", name)
+		}
+	}
+	for name, raw := range before {
+		if !bytes.Equal(after[name], raw) {
+			t.Errorf("after revert %s differs", name)
+		}
+	}
+}
+
+// treeFiles is every file (its bytes) and directory (nil) under dir.
+func treeFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if info.IsDir() {
+			out[rel+"/"] = nil
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		out[rel] = raw
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,12 +1,17 @@
 // Package hook applies pora's mining hook (and, on request, the encoder block and the Cleanup
 // fix) to an es-node checkout, and takes it out again: the engine of cmd/pora-esnode.
 //
+// Only the hook's lines change. Each file is edited as its lines with their own endings
+// (lines.go): the hook's lines are spliced in with the file's line ending and the alignment gofmt
+// gives them in place, and every other byte (es-node's lines, CRLF endings, a byte-order mark, a
+// miner's own formatting) stays; revert takes exactly those lines out again, so es-node's files
+// come back byte for byte.
+//
 // All or nothing: every file is read and every block placed in memory first; a file missing, a
-// function renamed, an anchor line gone or found twice, or a set applied only in part stops the
-// run before any file is written, naming the file and the place. The result is passed through
-// go/format, so it is gofmt-clean; es-node's own lines keep their bytes (gofmt leaves an
-// already-formatted file as it is), which is also why a revert gives es-node's files back byte
-// for byte.
+// function renamed, an anchor line gone or found twice stops the run before any file is written,
+// naming the file and the place. A tree holding part of the hook (an interrupted run, a hand
+// edit) is completed by Plan and taken out by PlanRevert. Write stages every file before it
+// replaces the first and puts back what it replaced when one fails (write.go).
 package hook
 
 import (
@@ -14,13 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -30,20 +34,31 @@ type ModuleSource struct {
 	// ("h1:..."): go.mod gets a require line and go.sum the module's two lines.
 	Version, Sum string
 	// Dir, instead, is a local copy of pora's module (bindings/go of a checkout, or an unpacked
-	// release archive): go.mod gets a require and a replace naming it, go.sum nothing.
+	// release archive): go.mod gets a require and a replace naming it (made absolute from the
+	// caller's working directory), go.sum nothing.
 	Dir string
+	// Vendor copies the module from Dir (or, when Dir is empty, from the module cache's copy of
+	// Version) into the es-node tree at VendorDir, and go.mod's replace names that directory
+	// relatively: es-node then builds with nothing of pora's fetched (es-node's Dockerfile, its
+	// CI, a builder with no proxy settings).
+	Vendor bool
 }
+
+// VendorDir is where ModuleSource.Vendor puts pora's module in the es-node tree.
+const VendorDir = "pora-go"
 
 // Change is one file's new content.
 type Change struct {
 	Path     string // relative to the es-node directory, slash-separated
 	Old, New []byte
+	// Create: the file is new (Old is nil); Delete: the file goes (New is nil).
+	Create, Delete bool
 }
 
 // Result is what a run would change.
 type Result struct {
 	Changes []Change
-	// Already are the sets the tree holds already (apply) or held before the revert.
+	// Already are the sets the tree held whole before the run.
 	Already []Set
 }
 
@@ -55,8 +70,9 @@ type shapeError struct{ file, msg string }
 func (e *shapeError) Error() string { return e.file + ": " + e.msg }
 func (e *shapeError) Unwrap() error { return errShape }
 
-// Plan works out what applying sets to the es-node tree at dir changes, writing nothing. A set
-// already applied whole is left as it is (Result.Already); a set applied in part is an error.
+// Plan works out what applying sets to the es-node tree at dir changes, writing nothing. A block
+// already there is left as it is, so a tree holding part of a set gets the rest; a set the tree
+// held whole is in Result.Already.
 func Plan(dir string, sets []Set, mod ModuleSource) (*Result, error) {
 	files, order, err := readFiles(dir, sets)
 	if err != nil {
@@ -64,50 +80,78 @@ func Plan(dir string, sets []Set, mod ModuleSource) (*Result, error) {
 	}
 	res := &Result{}
 	for _, set := range sets {
-		state, err := setState(files, set)
-		if err != nil {
-			return nil, err
-		}
-		if state == applied {
-			res.Already = append(res.Already, set)
-			continue
-		}
+		whole := true
 		for _, b := range OfSet(set) {
-			if err := files[b.File].insert(b); err != nil {
+			f := files[b.File]
+			if b.Scope == "import" {
+				for _, l := range b.Lines {
+					path := importPath(l)
+					if ok, err := f.imports(path); err != nil {
+						return nil, err
+					} else if !ok {
+						whole = false
+						if err := f.insertImport(path, l); err != nil {
+							return nil, err
+						}
+					}
+				}
+				continue
+			}
+			lo, hi, err := f.scope(b)
+			if err != nil {
+				return nil, err
+			}
+			if _, _, ok := f.find(b, lo, hi); ok {
+				continue
+			}
+			whole = false
+			if err := f.insert(b); err != nil {
 				return nil, err
 			}
 		}
+		if whole {
+			res.Already = append(res.Already, set)
+		}
 	}
-	if res.Changes, err = formattedChanges(files, order); err != nil {
-		return nil, err
+	for _, name := range order {
+		f := files[name]
+		if bytes.Equal(f.bytes(), f.orig) {
+			continue
+		}
+		if err := f.alignHookLines(); err != nil {
+			return nil, err
+		}
+		res.Changes = append(res.Changes, Change{Path: name, Old: f.orig, New: f.bytes()})
 	}
-	if len(res.Changes) > 0 || !containsSet(res.Already, Mining) {
-		changes, err := planModule(dir, mod)
+	if mod.Dir != "" {
+		if mod.Dir, err = filepath.Abs(mod.Dir); err != nil {
+			return nil, err
+		}
+		if err := declaresModule(mod.Dir); err != nil {
+			return nil, fmt.Errorf("pora's module directory: %w", err)
+		}
+	}
+	if mod.Vendor {
+		if mod.Dir == "" {
+			return nil, errors.New("no copy of pora's module to put in the tree: give its directory")
+		}
+		changes, err := planVendor(dir, mod.Dir)
 		if err != nil {
 			return nil, err
 		}
 		res.Changes = append(res.Changes, changes...)
 	}
+	changes, err := planModule(dir, mod)
+	if err != nil {
+		return nil, err
+	}
+	res.Changes = append(res.Changes, changes...)
 	return res, nil
 }
 
-// formattedChanges gofmts each file in order and returns those whose text differs from what was
-// read: what Plan and PlanRevert change.
-func formattedChanges(files map[string]*file, order []string) ([]Change, error) {
-	var changes []Change
-	for _, name := range order {
-		f := files[name]
-		if err := f.format(); err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(f.orig, f.text()) {
-			changes = append(changes, Change{Path: name, Old: f.orig, New: f.text()})
-		}
-	}
-	return changes, nil
-}
-
-// PlanRevert works out what taking every applied set out of the tree at dir changes.
+// PlanRevert works out what taking every pora block, and pora's go.mod and go.sum lines, out of
+// the tree at dir changes. Blocks are taken out one by one wherever they are found, so a tree
+// holding part of the hook is reverted too.
 func PlanRevert(dir string) (*Result, error) {
 	all := []Set{Mining, Encoder, CleanupFix}
 	files, order, err := readFiles(dir, all)
@@ -116,23 +160,53 @@ func PlanRevert(dir string) (*Result, error) {
 	}
 	res := &Result{}
 	for _, set := range all {
-		state, err := setState(files, set)
-		if err != nil {
-			return nil, err
-		}
-		if state != applied {
-			continue
-		}
-		res.Already = append(res.Already, set)
 		blocks := OfSet(set)
+		found, whole := 0, true
+		// The blocks first, last to first, then the imports they needed.
 		for i := len(blocks) - 1; i >= 0; i-- {
-			if err := files[blocks[i].File].remove(blocks[i]); err != nil {
+			b := blocks[i]
+			if b.Scope == "import" {
+				continue
+			}
+			removed, err := files[b.File].remove(b)
+			if err != nil {
 				return nil, err
 			}
+			if removed {
+				found++
+			} else {
+				whole = false
+			}
+		}
+		for _, b := range blocks {
+			if b.Scope != "import" {
+				continue
+			}
+			for _, l := range b.Lines {
+				removed, err := files[b.File].removeImport(importPath(l))
+				if err != nil {
+					return nil, err
+				}
+				if removed {
+					found++
+				} else {
+					whole = false
+				}
+			}
+		}
+		if whole && found > 0 {
+			res.Already = append(res.Already, set)
 		}
 	}
-	if res.Changes, err = formattedChanges(files, order); err != nil {
-		return nil, err
+	for _, name := range order {
+		f := files[name]
+		if bytes.Equal(f.bytes(), f.orig) {
+			continue
+		}
+		if _, err := parser.ParseFile(token.NewFileSet(), name, f.text(), parser.ParseComments); err != nil {
+			return nil, &shapeError{name, "does not parse with pora's blocks taken out: " + err.Error()}
+		}
+		res.Changes = append(res.Changes, Change{Path: name, Old: f.orig, New: f.bytes()})
 	}
 	changes, err := revertModule(dir)
 	if err != nil {
@@ -141,45 +215,6 @@ func PlanRevert(dir string) (*Result, error) {
 	res.Changes = append(res.Changes, changes...)
 	return res, nil
 }
-
-// Write writes the changes; each file is written whole to a temporary file beside it and
-// renamed over it, so a file is never left half written.
-func Write(dir string, changes []Change) error {
-	for _, c := range changes {
-		path := filepath.Join(dir, filepath.FromSlash(c.Path))
-		info, err := os.Stat(path)
-		if err != nil {
-			return err
-		}
-		tmp := path + ".pora-esnode.tmp"
-		if err := os.WriteFile(tmp, c.New, info.Mode().Perm()); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
-			return err
-		}
-	}
-	return nil
-}
-
-func containsSet(sets []Set, s Set) bool {
-	for _, x := range sets {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// file is one es-node Go file being edited, as lines.
-type file struct {
-	name  string
-	orig  []byte
-	lines []string
-}
-
-func (f *file) text() []byte { return []byte(strings.Join(f.lines, "\n")) }
 
 // readFiles reads every file the sets touch; a missing or unparsable file is an error naming it.
 func readFiles(dir string, sets []Set) (map[string]*file, []string, error) {
@@ -197,58 +232,16 @@ func readFiles(dir string, sets []Set) (map[string]*file, []string, error) {
 				}
 				return nil, nil, err
 			}
-			if _, err := parser.ParseFile(token.NewFileSet(), b.File, raw, parser.ParseComments); err != nil {
+			f := newFile(b.File, raw)
+			if _, err := parser.ParseFile(token.NewFileSet(), b.File, f.text(), parser.ParseComments); err != nil {
 				return nil, nil, &shapeError{b.File, "not Go that parses: " + err.Error()}
 			}
-			files[b.File] = &file{name: b.File, orig: raw, lines: strings.Split(string(raw), "\n")}
+			files[b.File] = f
 			order = append(order, b.File)
 		}
 	}
 	sort.Strings(order)
 	return files, order, nil
-}
-
-// format passes the file through gofmt.
-func (f *file) format() error {
-	out, err := format.Source(f.text())
-	if err != nil {
-		return &shapeError{f.name, "the edited file does not format: " + err.Error()}
-	}
-	f.lines = strings.Split(string(out), "\n")
-	return nil
-}
-
-type state int
-
-const (
-	absent state = iota
-	applied
-)
-
-// setState says whether the set is absent or applied whole; any other mix is an error naming
-// the blocks present and missing.
-func setState(files map[string]*file, set Set) (state, error) {
-	var present, missing []string
-	for _, b := range OfSet(set) {
-		f := files[b.File]
-		lo, hi, err := f.scope(b)
-		if err != nil {
-			return absent, err
-		}
-		if _, _, ok := f.find(b, lo, hi); ok {
-			present = append(present, b.File+", "+b.Place)
-		} else {
-			missing = append(missing, b.File+", "+b.Place)
-		}
-	}
-	switch {
-	case len(missing) == 0:
-		return applied, nil
-	case len(present) == 0:
-		return absent, nil
-	}
-	return absent, fmt.Errorf("%w: the %s set is applied in part: present %s; missing %s",
-		errShape, set, strings.Join(present, "; "), strings.Join(missing, "; "))
 }
 
 // norm collapses runs of white space, so a line matches whatever alignment gofmt gave it.
@@ -281,14 +274,6 @@ func (f *file) declRange(b Block) (lo, hi int, err error) {
 	switch kind {
 	case "file":
 		return 0, len(f.lines), nil
-	case "import":
-		for _, d := range tree.Decls {
-			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT && g.Lparen.IsValid() {
-				lo, hi := lines(g.Pos(), g.End())
-				return lo, hi, nil
-			}
-		}
-		return 0, 0, &shapeError{f.name, "no parenthesised import list"}
 	case "type":
 		for _, d := range tree.Decls {
 			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
@@ -341,22 +326,13 @@ func recvName(fd *ast.FuncDecl) string {
 // to the line after its last (blank lines inside the block may or may not have been kept).
 func (f *file) find(b Block, lo, hi int) (from, to int, ok bool) {
 	want := nonBlank(b.Lines)
-	if b.Scope == "import" {
-		// gofmt sorts each import line into place: each must be in the list, anywhere.
-		for _, w := range want {
-			if f.lineIn(w, lo, hi) < 0 {
-				return 0, 0, false
-			}
-		}
-		return lo, hi, true
-	}
 	for i := lo; i < hi; i++ {
-		if norm(f.lines[i]) != want[0] {
+		if norm(f.lines[i].text) != want[0] {
 			continue
 		}
 		j, k := i, 0
 		for ; k < len(want) && j < hi; j++ {
-			switch norm(f.lines[j]) {
+			switch norm(f.lines[j].text) {
 			case want[k]:
 				k++
 			case "":
@@ -369,16 +345,6 @@ func (f *file) find(b Block, lo, hi int) (from, to int, ok bool) {
 		}
 	}
 	return 0, 0, false
-}
-
-// lineIn is the index of the line (white space collapsed) in [lo, hi), or -1.
-func (f *file) lineIn(want string, lo, hi int) int {
-	for i := lo; i < hi; i++ {
-		if norm(f.lines[i]) == want {
-			return i
-		}
-	}
-	return -1
 }
 
 func nonBlank(lines []string) []string {
@@ -404,7 +370,7 @@ func (f *file) anchor(b Block) (int, error) {
 	want := norm(b.Anchor)
 	at, n := -1, 0
 	for i := lo; i < hi; i++ {
-		line := norm(f.lines[i])
+		line := norm(f.lines[i].text)
 		if (b.Replace && line == want) || (!b.Replace && strings.Contains(line, want)) {
 			at, n = i, n+1
 		}
@@ -416,145 +382,158 @@ func (f *file) anchor(b Block) (int, error) {
 	return at, nil
 }
 
-// insert writes the block at its place.
+// insert writes a (non-import) block at its place.
 func (f *file) insert(b Block) error {
-	if b.Scope == "import" {
-		_, hi, err := f.scope(b)
-		if err != nil {
-			return err
-		}
-		f.splice(hi-1, 0, b.Lines) // before the list's closing parenthesis
-		return nil
-	}
 	at, err := f.anchor(b)
 	if err != nil {
 		return err
 	}
 	if b.Replace {
-		f.splice(at, 1, b.Lines)
+		// The anchor line keeps its indentation, so revert gives it back as it was.
+		old := f.lines[at].text
+		indent := old[:len(old)-len(strings.TrimLeft(old, " \t"))]
+		f.splice(at, 1, []string{indent + strings.TrimLeft(b.Lines[0], " \t")})
 		return nil
 	}
 	f.splice(at+b.Offset, 0, b.Lines)
 	return nil
 }
 
-// remove takes the block out, putting the anchor line back where the block replaced it.
-func (f *file) remove(b Block) error {
+// remove takes the block out where it is found, putting the anchor line back where the block
+// replaced it; false when the block is not there.
+func (f *file) remove(b Block) (bool, error) {
 	lo, hi, err := f.scope(b)
 	if err != nil {
-		return err
+		return false, err
 	}
 	from, to, ok := f.find(b, lo, hi)
 	if !ok {
-		return &shapeError{f.name, "the block at " + b.Place + " is not there to take out"}
-	}
-	if b.Scope == "import" {
-		for _, w := range nonBlank(b.Lines) {
-			f.splice(f.lineIn(w, lo, hi), 1, nil)
-			hi--
-		}
-		return nil
+		return false, nil
 	}
 	if b.Replace {
-		f.splice(from, to-from, []string{b.Anchor})
-		return nil
+		old := f.lines[from].text
+		f.lines[from].text = old[:len(old)-len(strings.TrimLeft(old, " \t"))] + b.Anchor
+		return true, nil
 	}
 	// A block that starts with a blank line brought the blank above its first line.
-	if norm(b.Lines[0]) == "" && from > 0 && norm(f.lines[from-1]) == "" {
+	if norm(b.Lines[0]) == "" && from > 0 && norm(f.lines[from-1].text) == "" {
 		from--
 	}
-	f.splice(from, to-from, nil)
+	f.removeLines(from, to-from)
+	return true, nil
+}
+
+// importPath is the path of an import block's line (`\t"path"`).
+func importPath(l string) string { return unquote(strings.TrimSpace(l)) }
+
+// importList is the file's parenthesised import list: its specs (path and first and last line
+// index) and the line index of its closing parenthesis.
+func (f *file) importList() (specs []importSpec, closing int, err error) {
+	fset := token.NewFileSet()
+	tree, err := parser.ParseFile(fset, f.name, f.text(), parser.ImportsOnly|parser.ParseComments)
+	if err != nil {
+		return nil, 0, &shapeError{f.name, "does not parse: " + err.Error()}
+	}
+	for _, d := range tree.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.IMPORT || !g.Lparen.IsValid() {
+			continue
+		}
+		for _, sp := range g.Specs {
+			is := sp.(*ast.ImportSpec)
+			p, _ := strconv.Unquote(is.Path.Value)
+			specs = append(specs, importSpec{p, is.Name, fset.Position(is.Pos()).Line - 1, fset.Position(is.End()).Line - 1})
+		}
+		return specs, fset.Position(g.Rparen).Line - 1, nil
+	}
+	return nil, 0, &shapeError{f.name, "no parenthesised import list"}
+}
+
+type importSpec struct {
+	path        string
+	name        *ast.Ident
+	first, last int
+}
+
+// imports says whether the file imports path (under any name).
+func (f *file) imports(path string) (bool, error) {
+	specs, _, err := f.importList()
+	for _, s := range specs {
+		if s.path == path {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+// insertImport puts the import line where gofmt would sort it: into the list's last group (the
+// specs on consecutive lines before the closing parenthesis), before the first path greater than
+// it.
+func (f *file) insertImport(path, text string) error {
+	specs, closing, err := f.importList()
+	if err != nil {
+		return err
+	}
+	at := closing
+	if n := len(specs); n > 0 && specs[n-1].last == closing-1 {
+		first := n - 1
+		for first > 0 && specs[first-1].last == specs[first].first-1 {
+			first--
+		}
+		at = specs[n-1].last + 1
+		for _, s := range specs[first:] {
+			if s.path > path {
+				at = s.first
+				break
+			}
+		}
+	}
+	f.splice(at, 0, []string{text})
 	return nil
 }
 
-func (f *file) splice(at, del int, add []string) {
-	out := append([]string{}, f.lines[:at]...)
-	out = append(out, add...)
-	f.lines = append(out, f.lines[at+del:]...)
-}
-
-// modLines matches the lines apply appends to go.mod (a require, and a replace with -pora-dir);
-// sumPrefix starts go.sum's lines of pora's module.
-var (
-	modLines = regexp.MustCompile(`\n\nrequire ` + regexp.QuoteMeta(Module) + ` \S+\n(replace ` +
-		regexp.QuoteMeta(Module) + ` => .*\n)?$`)
-	sumPrefix = Module + " "
-)
-
-// planModule adds pora's module to go.mod (and go.sum), unless go.mod names it already.
-func planModule(dir string, mod ModuleSource) ([]Change, error) {
-	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+// removeImport takes the import of path out. pora's own packages go whenever they are there; any
+// other (go-ethereum's common) only when nothing left in the file uses it, so an import es-node
+// has of its own stays.
+func (f *file) removeImport(path string) (bool, error) {
+	specs, _, err := f.importList()
 	if err != nil {
-		return nil, &shapeError{"go.mod", "cannot read it: " + err.Error()}
+		return false, err
 	}
-	if bytes.Contains(gomod, []byte(Module+" ")) {
-		if modLines.Match(gomod) {
-			return nil, nil
+	for _, s := range specs {
+		if s.path != path || s.first != s.last {
+			continue
 		}
-		return nil, &shapeError{"go.mod", "names " + Module + " already, not as pora-esnode writes it: " +
-			"take that line out, or run revert first"}
-	}
-	if len(gomod) > 0 && gomod[len(gomod)-1] != '\n' {
-		return nil, &shapeError{"go.mod", "does not end with a newline"}
-	}
-	var add string
-	var changes []Change
-	switch {
-	case mod.Dir != "":
-		add = fmt.Sprintf("\nrequire %s v0.0.0\nreplace %s => %s\n", Module, Module, mod.Dir)
-	case mod.Version != "" && strings.HasPrefix(mod.Sum, "h1:"):
-		add = fmt.Sprintf("\nrequire %s %s\n", Module, mod.Version)
-		sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
-		if err != nil && !os.IsNotExist(err) {
-			return nil, err
-		}
-		lines := []string{
-			fmt.Sprintf("%s %s %s", Module, mod.Version, mod.Sum),
-			fmt.Sprintf("%s %s/go.mod %s", Module, mod.Version, GoModSum()),
-		}
-		changes = append(changes, Change{Path: "go.sum", Old: sum, New: insertSorted(sum, lines)})
-	default:
-		return nil, errors.New("no version of pora's module to require: run the tool as " +
-			"`go run " + Module + "/cmd/pora-esnode@<version>`, or give -pora-dir <pora's bindings/go>")
-	}
-	return append([]Change{{Path: "go.mod", Old: gomod, New: append(append([]byte{}, gomod...), add...)}}, changes...), nil
-}
-
-// insertSorted puts lines into go.sum's sorted lines.
-func insertSorted(sum []byte, lines []string) []byte {
-	all := strings.Split(strings.TrimSuffix(string(sum), "\n"), "\n")
-	if len(sum) == 0 {
-		all = nil
-	}
-	for _, l := range lines {
-		i := sort.SearchStrings(all, l)
-		all = append(all[:i], append([]string{l}, all[i:]...)...)
-	}
-	return []byte(strings.Join(all, "\n") + "\n")
-}
-
-// revertModule takes pora's lines out of go.mod and go.sum.
-func revertModule(dir string) ([]Change, error) {
-	var changes []Change
-	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return nil, &shapeError{"go.mod", "cannot read it: " + err.Error()}
-	}
-	if loc := modLines.FindIndex(gomod); loc != nil {
-		changes = append(changes, Change{Path: "go.mod", Old: gomod, New: append([]byte{}, gomod[:loc[0]+1]...)})
-	} else if bytes.Contains(gomod, []byte(Module+" ")) {
-		return nil, &shapeError{"go.mod", "names " + Module + " in a line pora-esnode did not write " +
-			"(go mod tidy moves it): take it out by hand"}
-	}
-	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
-	if err == nil && bytes.Contains(sum, []byte(sumPrefix)) {
-		var kept []string
-		for _, l := range strings.SplitAfter(string(sum), "\n") {
-			if !strings.HasPrefix(l, sumPrefix) {
-				kept = append(kept, l)
+		if !strings.HasPrefix(path, Module) {
+			used, err := f.usesPackage(s)
+			if err != nil || used {
+				return false, err
 			}
 		}
-		changes = append(changes, Change{Path: "go.sum", Old: sum, New: []byte(strings.Join(kept, ""))})
+		f.removeLines(s.first, 1)
+		return true, nil
 	}
-	return changes, nil
+	return false, nil
+}
+
+// usesPackage says whether any selector in the file names the import's package.
+func (f *file) usesPackage(s importSpec) (bool, error) {
+	name := s.path[strings.LastIndex(s.path, "/")+1:]
+	if s.name != nil {
+		name = s.name.Name
+	}
+	tree, err := parser.ParseFile(token.NewFileSet(), f.name, f.text(), parser.SkipObjectResolution)
+	if err != nil {
+		return false, &shapeError{f.name, "does not parse: " + err.Error()}
+	}
+	used := false
+	ast.Inspect(tree, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == name {
+				used = true
+			}
+		}
+		return !used
+	})
+	return used, nil
 }

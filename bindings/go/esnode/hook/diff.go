@@ -8,9 +8,16 @@ import (
 	"strings"
 )
 
-// Diff is the change as a unified diff with three lines of context.
-func Diff(c Change) string {
-	a, b := splitLines(string(c.Old)), splitLines(string(c.New))
+// op is one step from a to b: keep (' '), delete ('-') or add ('+') one line.
+type op struct {
+	kind byte
+	text string
+	ai   int // a's line index before the op
+	bi   int
+}
+
+// lcsOps is a shortest edit from a to b, from a longest-common-subsequence table.
+func lcsOps(a, b []string) []op {
 	// lcs[i][j]: the longest common subsequence of a[i:] and b[j:].
 	lcs := make([][]int, len(a)+1)
 	for i := range lcs {
@@ -24,12 +31,6 @@ func Diff(c Change) string {
 				lcs[i][j] = maxInt(lcs[i+1][j], lcs[i][j+1])
 			}
 		}
-	}
-	type op struct {
-		kind byte // ' ', '-', '+'
-		text string
-		ai   int // a's line index before the op
-		bi   int
 	}
 	var ops []op
 	i, j := 0, 0
@@ -46,6 +47,18 @@ func Diff(c Change) string {
 			i++
 		}
 	}
+	return ops
+}
+
+// Diff is the change as a unified diff with three lines of context (a line's CR shown as "\r").
+func Diff(c Change) string {
+	if c.Delete {
+		return fmt.Sprintf("--- a/%s\n+++ /dev/null\n(deleted, %d bytes)\n", c.Path, len(c.Old))
+	}
+	if c.Create {
+		return fmt.Sprintf("--- /dev/null\n+++ b/%s\n(new file, %d bytes)\n", c.Path, len(c.New))
+	}
+	ops := lcsOps(splitLines(string(c.Old)), splitLines(string(c.New)))
 	var out strings.Builder
 	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", c.Path, c.Path)
 	const context = 3
@@ -93,7 +106,13 @@ func splitLines(s string) []string {
 	if s == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range lines {
+		if strings.HasSuffix(l, "\r") {
+			lines[i] = strings.TrimSuffix(l, "\r") + `\r`
+		}
+	}
+	return lines
 }
 
 func maxInt(a, b int) int {

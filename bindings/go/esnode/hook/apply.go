@@ -389,10 +389,16 @@ func (f *file) insert(b Block) error {
 		return err
 	}
 	if b.Replace {
-		// The anchor line keeps its indentation, so revert gives it back as it was.
+		// The block's lines take the anchor line's indentation in place of their first line's
+		// (deeper lines keep their extra tabs), so revert gives the anchor back as it was.
 		old := f.lines[at].text
 		indent := old[:len(old)-len(strings.TrimLeft(old, " \t"))]
-		f.splice(at, 1, []string{indent + strings.TrimLeft(b.Lines[0], " \t")})
+		first := b.Lines[0][:len(b.Lines[0])-len(strings.TrimLeft(b.Lines[0], " \t"))]
+		add := make([]string, len(b.Lines))
+		for i, l := range b.Lines {
+			add[i] = indent + strings.TrimPrefix(l, first)
+		}
+		f.splice(at, 1, add)
 		return nil
 	}
 	f.splice(at+b.Offset, 0, b.Lines)
@@ -411,8 +417,11 @@ func (f *file) remove(b Block) (bool, error) {
 		return false, nil
 	}
 	if b.Replace {
+		// The block's first line becomes the anchor line again (its indentation and line ending
+		// kept); the block's other lines go.
 		old := f.lines[from].text
 		f.lines[from].text = old[:len(old)-len(strings.TrimLeft(old, " \t"))] + b.Anchor
+		f.removeLines(from+1, to-from-1)
 		return true, nil
 	}
 	// A block that starts with a blank line brought the blank above its first line.

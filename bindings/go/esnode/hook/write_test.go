@@ -83,7 +83,7 @@ func TestRefusedBeforeAnyWrite(t *testing.T) {
 			}
 		}, "ethstorage/miner/worker.go: is read-only"},
 		{"a symbolic link", func(t *testing.T, dir string) {
-			path := filepath.Join(dir, "ethstorage/miner/miner.go")
+			path := filepath.Join(dir, "ethstorage/miner/config.go")
 			elsewhere := filepath.Join(t.TempDir(), "miner.go")
 			raw, _ := os.ReadFile(path)
 			if err := os.WriteFile(elsewhere, raw, 0o644); err != nil {
@@ -95,7 +95,7 @@ func TestRefusedBeforeAnyWrite(t *testing.T) {
 			if err := os.Symlink(elsewhere, path); err != nil {
 				t.Skip("SKIP: symbolic links: " + err.Error())
 			}
-		}, "ethstorage/miner/miner.go: is a symbolic link"},
+		}, "ethstorage/miner/config.go: is a symbolic link"},
 	}
 	for _, c := range cases {
 		dir := copyTree(t)

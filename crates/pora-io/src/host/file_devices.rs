@@ -123,6 +123,11 @@ impl FileDevices {
         self.entry(path)?.facts.as_deref()
     }
 
+    /// The file system's device number of `path` (its `st_dev`), when `stat` worked.
+    pub fn stat_dev(&self, path: &Path) -> Option<DevNumber> {
+        self.entry(path)?.stat_dev
+    }
+
     /// What `path`'s reads queue on, as a key to group files by: the whole disk when known,
     /// else the file system's device number (`0:45` for tmpfs), else `None`.
     pub fn device_key(&self, path: &Path) -> Option<String> {
@@ -175,10 +180,14 @@ impl FileDevices {
 fn numbers_of(path: &Path, roots: &Roots) -> FileNumbers {
     #[cfg(target_os = "linux")]
     {
+        use super::block_device::major_minor;
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         if let Ok(meta) = std::fs::metadata(path) {
             if meta.file_type().is_block_device() {
-                return FileNumbers::on(super::block_device::major_minor(meta.rdev()));
+                return FileNumbers {
+                    stat_dev: Some(major_minor(meta.dev())),
+                    block_device: Some(major_minor(meta.rdev())),
+                };
             }
         }
     }

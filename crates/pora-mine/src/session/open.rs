@@ -42,7 +42,7 @@ pub(crate) fn open_device(
     session_bytes: u64,
 ) -> Result<OpenedDevice, MineError> {
     let paths = Miner::paths(shards);
-    let (tuned, notes) = find_profile(user_files, &options.profile)?;
+    let (tuned, notes) = find_profile(user_files, options)?;
     let bytes = total_file_bytes(&paths);
     // The session's one reading of the devices, the one the rings' rhythm follows too.
     let queues = DeviceQueues::on(&options.io.devices, &paths);
@@ -204,14 +204,14 @@ pub fn open_shards(
 /// A profile that matches the files now, and the notes to print about what was found.
 fn find_profile(
     files: &[PathBuf],
-    source: &ProfileSource,
+    options: &OpenOptions,
 ) -> Result<(Option<Tuned>, Vec<String>), MineError> {
-    let explicit = match source {
+    let explicit = match &options.profile {
         ProfileSource::Ignore => return Ok((None, Vec::new())),
         ProfileSource::At(path) => Some(path.as_path()),
         ProfileSource::BesideFirstFile => None,
     };
-    match profile::lookup(files, explicit)? {
+    match profile::lookup_on(files, explicit, &options.io.devices)? {
         Lookup::Absent => Ok((None, Vec::new())),
         Lookup::Stale { path, why } => Ok((
             None,

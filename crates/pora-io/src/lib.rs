@@ -200,6 +200,10 @@ pub struct IoConfig {
     pub block_size: BlockSize,
     /// Only for [`Method::Sim`] (whose device needs the `sim` cargo feature, see [`sim`]).
     pub sim: SimConfig,
+    /// The devices under the files, read once by the caller (a session reads them when it
+    /// opens): the submission rhythm of O_DIRECT rings follows them. A method that needs the
+    /// device of a file this does not cover reads it when it opens.
+    pub devices: host::file_devices::FileDevices,
 }
 
 /// Opened once per run over all files; creates one [`Backend`] per worker thread.

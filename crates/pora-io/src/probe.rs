@@ -1,6 +1,7 @@
 //! What `pora doctor` reports about one file, gathered from the host facts in [`crate::host`]
 //! plus the probes only doctor runs: whether O_DIRECT works, io_uring availability, allocated
-//! bytes and extent count (FIEMAP). [`identify`] is the cheap subset a tune profile is keyed on.
+//! bytes and extent count (FIEMAP). The cheap subset a tune profile is keyed on (the devices'
+//! facts, read once per device) is [`crate::host::file_devices::FileDevices`].
 //!
 //! The OS calls (stat, FIEMAP, O_DIRECT) exist on Linux only; elsewhere they report "unknown"
 //! with the reason, so the crate builds for Windows and macOS unchanged.
@@ -83,46 +84,11 @@ pub struct FileFacts {
     pub io_uring_disabled_sysctl: Option<u32>,
 }
 
-/// Who a file is and what it sits on, from cheap calls only (stat, statfs, a few sysfs reads):
-/// what a tune profile is keyed on, checked at every `pora mine` start. The expensive probes
-/// (mincore, FIEMAP, O_DIRECT, io_uring) stay in [`probe_file`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Identity {
-    /// `major:minor` of the file system's device (`st_dev`).
-    pub device_number: Option<String>,
-    /// The whole disk under the file system (`vda` for `vda1`), when sysfs knows it: what
-    /// shards on one device share.
-    pub disk: Option<String>,
-    /// The device model from sysfs, when it has one.
-    pub model: Option<String>,
-    pub fs_type: Option<String>,
-}
-
-impl Identity {
-    /// What the file's reads queue on: the whole disk when known, else the file system's
-    /// device number (tmpfs, a network file system), else `None`.
-    pub fn device_key(&self) -> Option<String> {
-        self.disk.clone().or_else(|| self.device_number.clone())
-    }
-}
-
 /// What the probes only the OS layer can run find about a file.
 struct OsFacts {
     allocated_bytes: Fact<u64>,
     extents: Fact<Extents>,
     o_direct: Support,
-}
-
-/// [`Identity`] of `path`; facts that cannot be read stay `None`.
-pub fn identify(path: &Path, roots: &Roots) -> Identity {
-    let numbers = device_numbers(path, roots);
-    let facts = numbers.dev.and_then(|(ma, mi)| device_facts(roots, ma, mi));
-    Identity {
-        device_number: numbers.stat_dev.map(|(ma, mi)| format!("{ma}:{mi}")),
-        disk: facts.as_ref().map(|d| d.disk.clone()),
-        model: facts.and_then(|d| d.model),
-        fs_type: fs_type(path).ok(),
-    }
 }
 
 /// Probes everything about `path` (read-only).

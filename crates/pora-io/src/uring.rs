@@ -1,8 +1,9 @@
 //! io_uring methods (`uring`, `uring-direct`), Linux only: one ring per worker sized to its
 //! depth, registered files, reads into one buffer arena allocated once per worker and registered
-//! with the ring (READ_FIXED) when the locked-memory limit allows, batched submission (every
-//! queued SQE, then one `io_uring_enter`) and batched reaping with a deadline (`EXT_ARG` timeout,
-//! or an `IORING_OP_TIMEOUT` entry on kernels without it).
+//! with the ring (READ_FIXED) when the locked-memory limit allows, submission in the rhythm the
+//! devices under the files call for (`rhythm.rs`: an O_DIRECT ring up to a depth enters per read,
+//! others queue every SQE and enter once; `submit.rs`) and batched reaping with a deadline
+//! (`EXT_ARG` timeout, or an `IORING_OP_TIMEOUT` entry on kernels without it; `complete.rs`).
 //!
 //! Kernel lifetimes: the kernel reads the arena (as the target of reads) until each read's CQE is
 //! posted, and reads a timeout entry's timespec when it consumes the entry, which can be a later
@@ -21,7 +22,6 @@
 //! block devices keep the inline first attempt (no extra thread hop).
 
 use crate::align::{self, AlignedBuf, BlockRange};
-use crate::host::block_device::{device_facts_of, DeviceFacts};
 use crate::host::sector_size::logical_block_size;
 use crate::host::Roots;
 use crate::leak::note_leaked_backend;
@@ -31,14 +31,25 @@ use crate::{
     IoConfig, IoError, Method, QueueFull, ReadError, ReadErrorKind, SampleRead, SAMPLE_LEN,
     TEARDOWN_WAIT,
 };
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{types, IoUring};
+use kernel::{kernel_cancels_reads, setup_failure_reason};
+use rhythm::submit_each_max_depth;
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod complete;
+mod kernel;
+mod rhythm;
+mod submit;
+#[cfg(test)]
+mod tests;
+
+pub use kernel::probe;
 
 /// `user_data` of timeout entries (slot ids are below 2^32).
 const TIMEOUT_USER_DATA: u64 = u64::MAX;
@@ -48,121 +59,13 @@ const CANCEL_USER_DATA: u64 = u64::MAX - 1;
 const MAX_RING_ENTRIES: usize = 32768;
 /// A single registered buffer may not exceed 1 GiB.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
-/// Deepest O_DIRECT ring that hands each read to the kernel in its own `io_uring_enter`, on a
-/// device with its own hardware (virtio, NVMe, SCSI). A batch of SQEs in one enter is plugged and
-/// reaches the device as one notification; at moderate depth that makes reads queue behind each
-/// other, and per-read submission (fio's rhythm) measured up to 20% faster at depth 8, 3–5% at 32
-/// and 7–10% at 64 on the virtio disk (docs/BENCHMARKS.md §16, §17, §32). At 128 the batch held
-/// its own, and buffered rings lost badly per read (a cache miss is punted per enter).
-const SUBMIT_EACH_MAX_DEPTH: usize = 64;
-/// The same on a device the host's own CPUs serve (a loop device over RAM, a RAM disk, zram:
-/// [`DeviceFacts::served_by_host`]): there the kernel's work per read is the limit, not the
-/// device's latency, and at depth 64 one enter per batch read 20% more at 0.6x the CPU per read
-/// (§30), so rings deeper than 32 batch.
-const HOST_SERVED_SUBMIT_EACH_MAX_DEPTH: usize = 32;
-
-/// The deepest ring that enters per read, for O_DIRECT reads of files on these devices
-/// (`None`: unknown, as on tmpfs or outside Linux): the host-served limit only when every device
-/// is known to be served by the host, since a slower device among them sets the pace.
-fn submit_each_max_depth(devices: &[Option<DeviceFacts>]) -> usize {
-    let all_host_served = !devices.is_empty()
-        && devices
-            .iter()
-            .all(|d| d.as_ref().is_some_and(DeviceFacts::served_by_host));
-    if all_host_served {
-        HOST_SERVED_SUBMIT_EACH_MAX_DEPTH
-    } else {
-        SUBMIT_EACH_MAX_DEPTH
-    }
-}
-
-/// What the kernel's io_uring offers beyond what pora needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct RingFeatures {
-    /// `IORING_OP_ASYNC_CANCEL` (5.5+): in-flight reads can be withdrawn by `cancel_all`.
-    async_cancel: bool,
-}
-
-/// The probe's answer, computed once per process.
-fn probed() -> &'static Result<RingFeatures, String> {
-    static PROBE: OnceLock<Result<RingFeatures, String>> = OnceLock::new();
-    PROBE.get_or_init(probe_uncached)
-}
-
-/// Whether io_uring can be used here; the reason when not. Probed once per process.
-pub fn probe() -> Result<(), String> {
-    probed().as_ref().map(|_| ()).map_err(Clone::clone)
-}
-
-/// Whether the kernel can cancel a read it holds (`IORING_OP_ASYNC_CANCEL`).
-fn kernel_cancels_reads() -> bool {
-    probed().as_ref().is_ok_and(|f| f.async_cancel)
-}
-
-fn probe_uncached() -> Result<RingFeatures, String> {
-    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
-        .ok()
-        .and_then(|s| s.trim().parse::<u8>().ok())
-        .unwrap_or(0);
-    if disabled == 2 {
-        return Err(
-            "io_uring is disabled system-wide (sysctl kernel.io_uring_disabled = 2)".into(),
-        );
-    }
-    let ring = IoUring::new(8).map_err(|e| setup_failure_reason(&e, disabled))?;
-    let mut probe = io_uring::Probe::new();
-    ring.submitter().register_probe(&mut probe).map_err(|e| {
-        format!(
-            "the kernel cannot list its io_uring opcodes ({e}): older than 5.6, which pora needs"
-        )
-    })?;
-    let needed = [
-        (opcode::Read::CODE, "READ"),
-        (opcode::ReadFixed::CODE, "READ_FIXED"),
-        (opcode::Timeout::CODE, "TIMEOUT"),
-    ];
-    let missing: Vec<&str> = needed
-        .iter()
-        .filter(|(code, _)| !probe.is_supported(*code))
-        .map(|(_, name)| *name)
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "the kernel's io_uring lacks opcodes {}",
-            missing.join(", ")
-        ));
-    }
-    Ok(RingFeatures {
-        async_cancel: probe.is_supported(opcode::AsyncCancel::CODE),
-    })
-}
-
-/// A human reason for a failed `io_uring_setup`.
-fn setup_failure_reason(e: &std::io::Error, disabled: u8) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) => "io_uring_setup is not implemented (ENOSYS): kernel older than 5.1 \
-                              or built without CONFIG_IO_URING"
-            .into(),
-        Some(libc::EPERM) if disabled == 1 => {
-            let group = std::fs::read_to_string("/proc/sys/kernel/io_uring_group")
-                .map(|g| g.trim().to_string())
-                .unwrap_or_else(|_| "?".into());
-            format!(
-                "io_uring is restricted (sysctl kernel.io_uring_disabled = 1) and this process is \
-                 neither privileged nor in group kernel.io_uring_group (gid {group})"
-            )
-        }
-        Some(libc::EPERM) => "io_uring_setup was refused (EPERM): blocked by a seccomp filter (a \
-                             container's default profile?) or a security module"
-            .into(),
-        Some(libc::ENOMEM) => "io_uring_setup failed (ENOMEM): locked-memory limit too low \
-                              (ulimit -l; kernels before 5.12 charge rings to it)"
-            .into(),
-        _ => format!("io_uring_setup failed: {e}"),
-    }
-}
 
 pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> FactoryResult {
+    Ok(Arc::new(factory(method, paths, config)?))
+}
+
+/// The factory [`open`] shares, over `paths` with the devices `config` carries.
+fn factory(method: Method, paths: &[PathBuf], config: &IoConfig) -> Result<UringFactory, IoError> {
     let direct = method == Method::UringDirect;
     let (unit, resume_align, buf_align) = if direct {
         let mut logical = 0u32;
@@ -180,13 +83,13 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Fact
         (unit, 1, 64)
     };
     let submit_each_max_depth = if direct {
-        let roots = Roots::default();
-        let devices: Vec<_> = paths.iter().map(|p| device_facts_of(p, &roots)).collect();
-        submit_each_max_depth(&devices)
+        // The caller's reading (a session's); files it did not read are read now, once.
+        let devices = config.devices.covering(paths, &Roots::default());
+        submit_each_max_depth(paths.iter().map(|p| devices.facts(p)))
     } else {
         0
     };
-    Ok(Arc::new(UringFactory {
+    Ok(UringFactory {
         method,
         submit_each_max_depth,
         paths: paths.to_vec(),
@@ -196,7 +99,7 @@ pub(crate) fn open(method: Method, paths: &[PathBuf], config: &IoConfig) -> Fact
         fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
         fixed_files: AtomicU8::new(FIXED_UNKNOWN),
         cancels_reads: kernel_cancels_reads(),
-    }))
+    })
 }
 
 const FIXED_UNKNOWN: u8 = 0;
@@ -343,6 +246,8 @@ struct UringBackend {
     /// Submit every read in its own enter (O_DIRECT, depth <= the factory's
     /// `submit_each_max_depth`).
     submit_each: bool,
+    /// `io_uring_enter` calls made (`submit.rs`): what the rhythm's tests count.
+    enters: u64,
 }
 
 impl UringBackend {
@@ -404,6 +309,7 @@ impl UringBackend {
             ready: Vec::with_capacity(depth),
             cqe_scratch: Vec::with_capacity(cq_entries),
             submit_each: depth <= factory.submit_each_max_depth,
+            enters: 0,
         })
     }
 
@@ -420,271 +326,6 @@ impl UringBackend {
             }
             Some(unit) => align::block_range(offset, unit),
         }
-    }
-
-    /// Puts slot `id`'s (remaining) read into the submission queue, entering the kernel first if
-    /// the queue is full (it cannot be while the ring has room for depth + 1 entries).
-    fn push_entry(&mut self, id: u32) -> Result<(), IoError> {
-        let slot = self.slots[id as usize];
-        // SAFETY: slot `id`'s buffer lies inside the arena (id < depth), which lives as long as
-        // the ring; `got < range.len <= slot_bytes`, so [buf, buf + len) stays in the slot.
-        let buf = unsafe {
-            self.arena
-                .as_mut_ptr()
-                .add(id as usize * self.slot_bytes + slot.got as usize)
-        };
-        let len = slot.range.len - slot.got;
-        let offset = slot.range.start + u64::from(slot.got);
-        let entry = match (self.fixed_files, self.fixed_buffers) {
-            (true, true) => opcode::ReadFixed::new(types::Fixed(slot.file), buf, len, 0)
-                .offset(offset)
-                .build(),
-            (true, false) => opcode::Read::new(types::Fixed(slot.file), buf, len)
-                .offset(offset)
-                .build(),
-            (false, fixed_buffers) => {
-                let fd = types::Fd(self.files[slot.file as usize].as_raw_fd());
-                if fixed_buffers {
-                    opcode::ReadFixed::new(fd, buf, len, 0)
-                        .offset(offset)
-                        .build()
-                } else {
-                    opcode::Read::new(fd, buf, len).offset(offset).build()
-                }
-            }
-        };
-        let mut entry = entry.user_data(u64::from(id));
-        if self.force_async.get(slot.file as usize) == Some(&true) {
-            entry = entry.flags(squeue::Flags::ASYNC);
-        }
-        loop {
-            // SAFETY: the buffer lies in the arena, which is freed only after the ring (never
-            // while a read is in flight: `Drop` leaks both otherwise), and nothing else touches
-            // this slot's bytes until its CQE has been processed.
-            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
-                return Ok(());
-            }
-            self.enter(0, None)?;
-        }
-    }
-
-    /// One `io_uring_enter`: submits the queue and waits for `want` completions or `timeout`.
-    /// EINTR, EAGAIN and EBUSY (completion queue full) are retried; a timeout is not an error.
-    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<(), IoError> {
-        loop {
-            let result = match timeout {
-                Some(t) if !self.timeout_entries => {
-                    // The kernel copies this timespec inside the call (EXT_ARG), so the stack is
-                    // fine here.
-                    let ts = types::Timespec::from(t);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(want, &args)
-                }
-                Some(t) => match self.arm_timeout(t, want)? {
-                    true => self.ring.submit_and_wait(want),
-                    // The previous timeout entry is still queued (the kernel keeps refusing
-                    // entries): no timer can be armed, so do not wait; the caller re-checks.
-                    false => return Ok(()),
-                },
-                None => self.ring.submit_and_wait(want),
-            };
-            if self.timeout_in_sq && self.ring.submission().is_empty() {
-                // Consumed: the kernel copied the timespec while preparing the entry.
-                self.timeout_in_sq = false;
-            }
-            match result {
-                Ok(_) => return Ok(()),
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::ETIME) => return Ok(()),
-                    // Interrupted while waiting with a deadline: let the caller re-check it.
-                    Some(libc::EINTR) if timeout.is_some() => return Ok(()),
-                    Some(libc::EINTR) => continue,
-                    // Out of resources or the completion queue overflowed: completions must be
-                    // consumed first; the caller drains and calls again.
-                    Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(()),
-                    _ => return Err(enter_error(e)),
-                },
-            }
-        }
-    }
-
-    /// Queues a timeout entry for `t` (completing after `want` CQEs) that points at the
-    /// backend's own timespec. Returns false when an earlier timeout entry is still unconsumed
-    /// even after one more submit: the timespec it points at must not change.
-    fn arm_timeout(&mut self, t: Duration, want: usize) -> Result<bool, IoError> {
-        if self.timeout_in_sq {
-            self.submit_ignoring_busy()?;
-            if !self.ring.submission().is_empty() {
-                return Ok(false);
-            }
-            self.timeout_in_sq = false;
-        }
-        **self.timeout_ts = types::Timespec::from(t);
-        let entry = opcode::Timeout::new(&**self.timeout_ts)
-            .count(want as u32)
-            .build()
-            .user_data(TIMEOUT_USER_DATA);
-        loop {
-            // SAFETY: the entry points at `timeout_ts`, a box owned by this backend whose address
-            // never changes; it is not rewritten while this entry may be unconsumed
-            // (`timeout_in_sq`), and it is freed only after the ring or leaked with it.
-            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
-                self.timeout_in_sq = true;
-                return Ok(true);
-            }
-            self.submit_ignoring_busy()?;
-            if self.ring.submission().is_full() {
-                return Ok(false);
-            }
-        }
-    }
-
-    /// One submit without waiting; EINTR/EAGAIN/EBUSY leave entries queued and are not errors.
-    fn submit_ignoring_busy(&mut self) -> Result<(), IoError> {
-        match self.ring.submit() {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(enter_error(e)),
-        }
-    }
-
-    /// Reads handed to the kernel (in the submission queue or in flight) whose CQE has not been
-    /// processed.
-    fn outstanding(&self) -> usize {
-        self.slots.len() - self.free.len() - self.queued.len()
-    }
-
-    /// Asks the kernel to cancel every outstanding read and waits until `give_up` for their
-    /// CQEs, discarding them (a read that already reached the device cannot be cancelled and
-    /// finishes normally).
-    fn cancel_in_kernel(&mut self, give_up: Instant) -> Result<(), IoError> {
-        if self.outstanding() == 0 {
-            return Ok(());
-        }
-        if self.send_cancels {
-            let mut busy = vec![true; self.slots.len()];
-            for &id in &self.free {
-                busy[id as usize] = false;
-            }
-            for id in (0..busy.len()).filter(|&i| busy[i]) {
-                let entry = opcode::AsyncCancel::new(id as u64)
-                    .build()
-                    .user_data(CANCEL_USER_DATA);
-                // SAFETY: a cancel entry holds no pointer, only the user_data to match.
-                while unsafe { self.ring.submission().push(&entry) }.is_err() {
-                    self.submit_ignoring_busy()?;
-                    if Instant::now() >= give_up {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        loop {
-            self.discard_completions();
-            let Some(left) = give_up.checked_duration_since(Instant::now()) else {
-                return Ok(());
-            };
-            if self.outstanding() == 0 || left.is_zero() {
-                return Ok(());
-            }
-            self.enter(self.outstanding(), Some(left))?;
-        }
-    }
-
-    /// Consumes every CQE, freeing the slots of finished reads without re-issuing any.
-    fn discard_completions(&mut self) {
-        for (user_data, _) in self.ring.completion().map(|c| (c.user_data(), c.result())) {
-            if user_data != TIMEOUT_USER_DATA && user_data != CANCEL_USER_DATA {
-                self.free.push(user_data as u32);
-            }
-        }
-    }
-
-    /// Processes every CQE in the completion queue: finished reads are appended to `out`,
-    /// retryable errors and resumable short reads are queued again. Returns how many finished.
-    fn drain(&mut self, out: &mut Vec<Completion>) -> Result<usize, IoError> {
-        self.cqe_scratch.clear();
-        self.cqe_scratch
-            .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
-        let mut finished = 0;
-        for i in 0..self.cqe_scratch.len() {
-            let (user_data, res) = self.cqe_scratch[i];
-            if user_data == TIMEOUT_USER_DATA || user_data == CANCEL_USER_DATA {
-                continue;
-            }
-            let id = user_data as u32;
-            match self.on_result(id, res) {
-                Some(result) => {
-                    out.push(Completion {
-                        tag: self.slots[id as usize].tag,
-                        result,
-                    });
-                    self.free.push(id);
-                    finished += 1;
-                }
-                None => self.push_entry(id)?,
-            }
-        }
-        Ok(finished)
-    }
-
-    /// The outcome of a CQE for slot `id`, or `None` when the read must be issued again.
-    fn on_result(&mut self, id: u32, res: i32) -> Option<Result<crate::Sample, ReadError>> {
-        let resume_align = self.resume_align;
-        let slot = &mut self.slots[id as usize];
-        let error = |kind| {
-            Some(Err(ReadError {
-                file: slot.file,
-                offset: slot.offset,
-                kind,
-            }))
-        };
-        if res < 0 {
-            return match -res {
-                libc::EINTR | libc::EAGAIN => None,
-                errno => error(ReadErrorKind::Os(errno)),
-            };
-        }
-        slot.got += res as u32;
-        if slot.range.covers_sample(slot.got as usize) {
-            let at = id as usize * self.slot_bytes + slot.range.sample_pos as usize;
-            debug_assert!(at + SAMPLE_LEN <= self.arena.len());
-            let mut sample = [0u8; SAMPLE_LEN];
-            // SAFETY: `at + 32` lies inside this slot's part of the arena (sample_pos + 32 <=
-            // range.len <= slot_bytes). The kernel has finished writing this slot (its CQE was
-            // posted) and no other read targets it. Other slots may be written by the kernel
-            // right now, so no reference to the whole arena is formed, only these 32 bytes copied.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.arena.as_ptr().add(at),
-                    sample.as_mut_ptr(),
-                    SAMPLE_LEN,
-                );
-            }
-            return Some(Ok(sample));
-        }
-        if res == 0 || slot.got >= slot.range.len || slot.got & (resume_align - 1) != 0 {
-            return error(ReadErrorKind::ShortRead {
-                got: slot.got,
-                wanted: slot.range.len,
-            });
-        }
-        None
-    }
-
-    /// Hands queued reads and re-issued ones to the kernel without waiting.
-    fn flush(&mut self) -> Result<(), IoError> {
-        if !self.ring.submission().is_empty() {
-            self.enter(0, None)?;
-        }
-        Ok(())
     }
 }
 
@@ -721,13 +362,6 @@ fn blocks_inside_enter(file: &File) -> bool {
         fs.as_str(),
         "fuse" | "virtiofs" | "nfs" | "cifs" | "smb2" | "9p"
     )
-}
-
-fn enter_error(source: std::io::Error) -> IoError {
-    IoError::Os {
-        what: "io_uring_enter",
-        source,
-    }
 }
 
 /// A ring with `entries` submission entries; cooperative task running where supported (fewer
@@ -896,334 +530,5 @@ impl Backend for UringBackend {
             discarded: before - still,
             still_in_flight: still,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Prints a SKIP line past libtest's output capture, so a skipped case shows in every run.
-    #[allow(unused_macros)] // some platforms skip nothing
-    macro_rules! skip_note {
-        ($($arg:tt)*) => {{
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), $($arg)*);
-        }};
-    }
-
-    use super::*;
-    use std::io::Write;
-
-    fn backend_over(bytes: &[u8], depth: usize) -> Option<(tempfile::NamedTempFile, UringBackend)> {
-        if let Err(reason) = probe() {
-            skip_note!("SKIP uring: {reason}");
-            return None;
-        }
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        file.write_all(bytes).unwrap();
-        let factory = buffered_factory(file.path().to_path_buf());
-        let backend = UringBackend::new(&factory, depth).unwrap();
-        Some((file, backend))
-    }
-
-    /// A buffered `uring` factory over one file, reading exactly the sample's 32 bytes.
-    fn buffered_factory(path: std::path::PathBuf) -> UringFactory {
-        UringFactory {
-            method: Method::Uring,
-            paths: vec![path],
-            unit: None,
-            resume_align: 1,
-            buf_align: 64,
-            fixed_buffers: AtomicU8::new(FIXED_UNKNOWN),
-            fixed_files: AtomicU8::new(FIXED_UNKNOWN),
-            cancels_reads: kernel_cancels_reads(),
-            submit_each_max_depth: 0,
-        }
-    }
-
-    /// Device facts with one leaf disk, served by the host or with hardware behind it.
-    fn one_disk(name: &str, host_served: bool) -> DeviceFacts {
-        DeviceFacts {
-            major: 7,
-            minor: 0,
-            name: name.into(),
-            disk: name.into(),
-            model: None,
-            queue: Default::default(),
-            layers: Vec::new(),
-            leaves: vec![crate::host::block_device::LeafDisk {
-                name: name.into(),
-                model: None,
-                queue: Default::default(),
-                host_served,
-            }],
-            reads: Default::default(),
-        }
-    }
-
-    /// Depth 64 enters per read on a disk with hardware (the virtio disk measured 7–10% faster
-    /// that way, §32) and batches on a RAM-backed loop device (20% faster batched, §30); 32 and
-    /// below enter per read everywhere. A shard spread over both kinds, or on an unknown device,
-    /// takes the hardware's rhythm.
-    #[test]
-    fn per_read_enters_reach_depth_64_only_where_a_device_has_hardware() {
-        let loop0 = Some(one_disk("loop0", true));
-        let vda = Some(one_disk("vda", false));
-        assert_eq!(submit_each_max_depth(std::slice::from_ref(&vda)), 64);
-        assert_eq!(submit_each_max_depth(std::slice::from_ref(&loop0)), 32);
-        assert_eq!(submit_each_max_depth(&[loop0.clone(), loop0.clone()]), 32);
-        assert_eq!(submit_each_max_depth(&[loop0.clone(), vda]), 64);
-        assert_eq!(submit_each_max_depth(&[loop0, None]), 64);
-        assert_eq!(submit_each_max_depth(&[None]), 64);
-        assert_eq!(submit_each_max_depth(&[]), 64);
-    }
-
-    /// The IORING_OP_TIMEOUT path (kernels before 5.11) reads correctly and honours deadlines.
-    #[test]
-    fn timeout_entries_path_works() {
-        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
-        let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
-            return;
-        };
-        backend.timeout_entries = true;
-        let mut out = Vec::with_capacity(8);
-        for tag in 0..8u32 {
-            backend
-                .push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset: u64::from(tag) * 4000,
-                })
-                .unwrap();
-        }
-        backend.submit().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while out.len() < 8 && Instant::now() < deadline {
-            backend.reap(&mut out, 8, Some(deadline)).unwrap();
-        }
-        assert_eq!(out.len(), 8);
-        for c in out {
-            let at = c.tag as usize * 4000;
-            assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
-        }
-        // Nothing in flight: a deadline wait returns at once with nothing.
-        let mut none = Vec::new();
-        assert_eq!(
-            backend
-                .reap(
-                    &mut none,
-                    1,
-                    Some(Instant::now() + Duration::from_millis(50))
-                )
-                .unwrap(),
-            0
-        );
-    }
-
-    /// Pushes one read per tag of `tags`, of the sample at `tag * stride` of file 0.
-    fn push_reads(backend: &mut UringBackend, tags: std::ops::Range<u32>, stride: u64) {
-        for tag in tags {
-            let offset = u64::from(tag) * stride;
-            backend
-                .push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset,
-                })
-                .unwrap();
-        }
-    }
-
-    /// Every combination of registered and plain buffers and files reads the right bytes: a
-    /// kernel that refuses either registration (RLIMIT_MEMLOCK for the buffers) still reads.
-    #[test]
-    fn reads_with_and_without_registration() {
-        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 13 % 251) as u8).collect();
-        for (fixed_files, fixed_buffers) in
-            [(true, true), (true, false), (false, true), (false, false)]
-        {
-            let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
-                return;
-            };
-            // As root (CI) nothing is refused: both registrations hold unless turned off here.
-            assert!(backend.fixed_files, "registering one file was refused");
-            backend.fixed_files &= fixed_files;
-            backend.fixed_buffers &= fixed_buffers;
-            let mut out = Vec::with_capacity(8);
-            push_reads(&mut backend, 0..8, 7001);
-            backend.submit().unwrap();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while out.len() < 8 && Instant::now() < deadline {
-                backend.reap(&mut out, 8, Some(deadline)).unwrap();
-            }
-            assert_eq!(out.len(), 8, "files {fixed_files} buffers {fixed_buffers}");
-            for c in out {
-                let at = c.tag as usize * 7001;
-                assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
-            }
-        }
-    }
-
-    /// Reads pushed and not submitted are dropped without becoming SQEs: they never complete,
-    /// the submitted ones do, and afterwards the backend is idle with every slot reusable.
-    #[test]
-    fn drop_queued_reads_never_reach_the_kernel() {
-        let bytes: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
-        let Some((_file, mut backend)) = backend_over(&bytes, 8) else {
-            return;
-        };
-        let push = |backend: &mut UringBackend, tags| push_reads(backend, tags, 1000);
-        push(&mut backend, 0..4);
-        backend.submit().unwrap();
-        push(&mut backend, 4..8);
-        assert_eq!(backend.drop_queued(), 4);
-        assert_eq!(backend.in_flight(), 4);
-        backend.submit().unwrap();
-        let mut out = Vec::with_capacity(8);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while backend.in_flight() > 0 && Instant::now() < deadline {
-            backend.reap(&mut out, 1, Some(deadline)).unwrap();
-        }
-        let mut tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
-        tags.sort_unstable();
-        assert_eq!(tags, [0, 1, 2, 3], "a dropped read completed");
-        assert_eq!(backend.in_flight(), 0);
-        assert_eq!(backend.outstanding(), 0);
-        // Every slot is free again: a full batch fits and reads the right bytes.
-        out.clear();
-        push(&mut backend, 0..8);
-        backend.submit().unwrap();
-        while out.len() < 8 && Instant::now() < deadline {
-            backend.reap(&mut out, 8, Some(deadline)).unwrap();
-        }
-        assert_eq!(out.len(), 8);
-        for c in out {
-            let at = c.tag as usize * 1000;
-            assert_eq!(c.result.unwrap(), bytes[at..at + 32]);
-        }
-    }
-
-    /// Dropping a backend with reads in flight waits for them (the kernel writes into the arena).
-    #[test]
-    fn drop_with_reads_in_flight() {
-        let bytes = vec![7u8; 1 << 20];
-        let Some((_file, mut backend)) = backend_over(&bytes, 32) else {
-            return;
-        };
-        for tag in 0..32u32 {
-            backend
-                .push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset: u64::from(tag) * 30_000,
-                })
-                .unwrap();
-        }
-        backend.submit().unwrap();
-        drop(backend);
-    }
-
-    /// A backend over a FIFO that has a writer but no data: its reads never complete by
-    /// themselves, like reads on a device that stopped answering (but the kernel can cancel
-    /// them, as it can a read waiting for a pipe). The writer end is returned to keep it open.
-    fn backend_over_silent_fifo() -> Option<(tempfile::TempDir, File, UringBackend)> {
-        if let Err(reason) = probe() {
-            skip_note!("SKIP uring: {reason}");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("silent.fifo");
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
-        // Read-write on Linux never blocks and keeps a writer present, so readers block for data.
-        let writer = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .unwrap();
-        let factory = buffered_factory(path);
-        let backend = UringBackend::new(&factory, 4).unwrap();
-        Some((dir, writer, backend))
-    }
-
-    fn push_silent_reads(backend: &mut UringBackend, n: u32) {
-        for tag in 0..n {
-            backend
-                .push(SampleRead {
-                    tag,
-                    file: 0,
-                    offset: 0,
-                })
-                .unwrap();
-        }
-        backend.submit().unwrap();
-    }
-
-    /// Reads that never complete are cancelled by `cancel_all`, which leaves the backend idle
-    /// and reusable; timeouts on both deadline paths expire without a completion.
-    #[test]
-    fn cancel_all_cancels_reads_that_never_complete() {
-        for timeout_entries in [false, true] {
-            let Some((_dir, mut writer, mut backend)) = backend_over_silent_fifo() else {
-                return;
-            };
-            backend.timeout_entries |= timeout_entries;
-            push_silent_reads(&mut backend, 3);
-            let mut out = Vec::new();
-            for _ in 0..3 {
-                let deadline = Instant::now() + Duration::from_millis(20);
-                assert_eq!(backend.reap(&mut out, 1, Some(deadline)).unwrap(), 0);
-            }
-            // One more read pushed but never submitted: dropped without reaching the kernel.
-            backend
-                .push(SampleRead {
-                    tag: 9,
-                    file: 0,
-                    offset: 0,
-                })
-                .unwrap();
-            let outcome = backend.cancel_all(TEARDOWN_WAIT);
-            assert_eq!(
-                outcome,
-                CancelOutcome {
-                    discarded: 4,
-                    still_in_flight: 0
-                }
-            );
-            assert_eq!(backend.in_flight(), 0);
-            assert!(!backend.cancel_gave_up);
-            // Reusable: a read now sees the bytes written into the FIFO.
-            std::io::Write::write_all(&mut writer, &[5u8; 32]).unwrap();
-            push_silent_reads(&mut backend, 1);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while out.is_empty() && Instant::now() < deadline {
-                backend.reap(&mut out, 1, Some(deadline)).unwrap();
-            }
-            assert_eq!(out[0].result.as_ref().unwrap(), &[5u8; 32]);
-        }
-    }
-
-    /// A backend whose reads the kernel does not give back (cancels withheld here, as a dead
-    /// device would not honour them) gives up after the bound and is leaked, not freed: dropping
-    /// it returns and counts it.
-    #[test]
-    fn drop_leaks_a_ring_whose_reads_are_never_given_back() {
-        let Some((_dir, _writer, mut backend)) = backend_over_silent_fifo() else {
-            return;
-        };
-        backend.send_cancels = false;
-        push_silent_reads(&mut backend, 2);
-        let outcome = backend.cancel_all(Duration::from_millis(50));
-        assert_eq!(outcome.still_in_flight, 2);
-        assert_eq!(backend.in_flight(), 2);
-        assert!(backend.cancel_gave_up, "Drop must not wait again");
-        let leaked_before = crate::leaked_backends();
-        drop(backend);
-        assert!(crate::leaked_backends() > leaked_before);
-    }
-
-    #[test]
-    fn probe_is_cached_and_consistent() {
-        assert_eq!(probe(), probe());
     }
 }

@@ -1,8 +1,10 @@
 //! Shards grouped by the device their reads queue on (mining.md): each group is mined by its own
 //! pool (factory, threads, depth, profile), tuned alone and reported on its own, so a fast NVMe
 //! and a slow disk neither share knobs nor pace each other. One function decides the grouping
-//! for the session, `pora tune` and `pora doctor`.
+//! for the session, `pora tune` and `pora doctor`, from the devices' one reading
+//! (`FileDevices`) that the session hands on to its other rules.
 
+use pora_io::host::file_devices::FileDevices;
 use std::path::Path;
 
 /// Items (shards or files) that sit on one device, in the order they were given.
@@ -23,13 +25,23 @@ impl DeviceGroup {
 }
 
 /// Groups `paths` (one per item: a shard's first file, or each file) by device, groups in order
-/// of their first item. Only cheap calls (stat, a few sysfs reads).
+/// of their first item. Only cheap calls (stat, a few sysfs reads once per device).
 pub fn by_device<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Vec<DeviceGroup> {
+    let paths: Vec<&Path> = paths.into_iter().collect();
     let roots = pora_io::host::Roots::default();
-    let keys = paths
-        .into_iter()
-        .map(|p| pora_io::probe::identify(p, &roots).device_key());
-    group_keys(keys)
+    by_known(
+        paths.iter().copied(),
+        &FileDevices::read(paths.iter().copied(), &roots),
+    )
+}
+
+/// [`by_device`] with the devices already read (`devices` covers `paths`; a path it does not
+/// cover is a device of its own kind, unknown).
+pub fn by_known<'a>(
+    paths: impl IntoIterator<Item = &'a Path>,
+    devices: &FileDevices,
+) -> Vec<DeviceGroup> {
+    group_keys(paths.into_iter().map(|p| devices.device_key(p)))
 }
 
 /// Moves `items` into their groups (`groups` from [`by_device`] over the same items): one list

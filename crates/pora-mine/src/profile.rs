@@ -4,9 +4,10 @@
 //!
 //! Every front end (CLI, C ABI, service) finds a profile with [`lookup`] and trusts it only while
 //! [`Profile::matches`]`(&`[`fingerprint`]`(files))` holds. The fingerprint comes from cheap calls
-//! only (stat, statfs, sysfs; [`pora_io::probe::identify`]), so a mining start with a profile
-//! present never walks the file.
+//! only (stat, statfs, and the devices' sysfs facts of [`FileDevices`]: a session's one reading
+//! of them, [`lookup_on`]), so a mining start with a profile present never walks the file.
 
+use pora_io::host::file_devices::FileDevices;
 use pora_io::Method;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -204,8 +205,19 @@ pub fn default_path(first_file: &Path) -> PathBuf {
 /// that the order files are given in does not matter.
 pub fn fingerprint(files: &[PathBuf]) -> Fingerprint {
     let roots = pora_io::host::Roots::default();
-    let mut files: Vec<FileFingerprint> =
-        files.iter().map(|p| file_fingerprint(p, &roots)).collect();
+    fingerprint_on(
+        files,
+        &FileDevices::read(files.iter().map(PathBuf::as_path), &roots),
+    )
+}
+
+/// [`fingerprint`] with the devices under `files` already read (a session's one reading).
+pub fn fingerprint_on(files: &[PathBuf], devices: &FileDevices) -> Fingerprint {
+    let devices = devices.covering(files, &pora_io::host::Roots::default());
+    let mut files: Vec<FileFingerprint> = files
+        .iter()
+        .map(|p| file_fingerprint(p, &devices))
+        .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Fingerprint { files }
 }
@@ -224,6 +236,16 @@ pub enum Lookup {
 /// Finds the profile for `files`: `explicit` (`--profile PATH`, which must load) or the default
 /// path next to the first file, and checks its fingerprint.
 pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> Result<Lookup, ProfileError> {
+    lookup_on(files, explicit, &FileDevices::default())
+}
+
+/// [`lookup`] with the devices under `files` already read (those `devices` does not cover are
+/// read now).
+pub fn lookup_on(
+    files: &[PathBuf],
+    explicit: Option<&Path>,
+    devices: &FileDevices,
+) -> Result<Lookup, ProfileError> {
     let Some(first) = files.first() else {
         return Ok(Lookup::Absent);
     };
@@ -234,22 +256,21 @@ pub fn lookup(files: &[PathBuf], explicit: Option<&Path>) -> Result<Lookup, Prof
         return Ok(Lookup::Absent);
     }
     let profile = load(&path)?;
-    let now = fingerprint(files);
+    let now = fingerprint_on(files, devices);
     if profile.matches(&now) {
         return Ok(Lookup::Use { path, profile });
     }
     let why = profile.mismatch(&now).unwrap_or_default();
     Ok(Lookup::Stale { path, why })
 }
-fn file_fingerprint(path: &Path, roots: &pora_io::host::Roots) -> FileFingerprint {
+fn file_fingerprint(path: &Path, devices: &FileDevices) -> FileFingerprint {
     let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let meta = std::fs::metadata(path).ok();
-    let pora_io::probe::Identity {
-        device_number: device,
-        model,
-        fs_type,
-        ..
-    } = pora_io::probe::identify(path, roots);
+    let device = devices
+        .stat_dev(path)
+        .map(|(major, minor)| format!("{major}:{minor}"));
+    let model = devices.facts(path).and_then(|f| f.model.clone());
+    let fs_type = pora_io::host::file_system::fs_type(path).ok();
     FileFingerprint {
         path: shown.display().to_string(),
         size_bytes: meta.as_ref().map_or(0, |m| m.len()),

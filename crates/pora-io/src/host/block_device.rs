@@ -352,28 +352,6 @@ pub fn device_facts(roots: &Roots, major: u32, minor: u32) -> Option<DeviceFacts
     })
 }
 
-/// [`DeviceFacts`] of the device `path` is read from: the block device itself when `path` is one
-/// (`/dev/nvme0n1`), else the device under its file system. `None` when the device is unknown
-/// (tmpfs, a network file system, not Linux).
-pub fn device_facts_of(path: &Path, roots: &Roots) -> Option<DeviceFacts> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let meta = std::fs::metadata(path).ok()?;
-        let (major, minor) = if meta.file_type().is_block_device() {
-            major_minor(meta.rdev())
-        } else {
-            device_numbers(path, roots).dev?
-        };
-        device_facts(roots, major, minor)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (path, roots);
-        None
-    }
-}
-
 /// Depth-first walk over `slaves/`: records dm / md layers and the leaf disks, and returns how a
 /// read of `disk_dir` reaches them.
 fn walk_stack(

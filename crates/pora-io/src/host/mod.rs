@@ -3,6 +3,8 @@
 //! and unbuffered backends, and later the service's metrics):
 //! - [`block_device`]: which block device holds a file, through sysfs (partition -> disk,
 //!   dm / md layers, queue settings);
+//! - [`file_devices`]: the devices under a set of files, each read once, for every rule that
+//!   needs them (the grouping by device, the depth rule, the rhythm of O_DIRECT rings);
 //! - [`file_system`]: the file system's name from its `statfs` magic number;
 //! - [`sector_size`]: the alignment unbuffered reads need and the rule a reported size must pass;
 //! - [`page_cache`]: how much of a file is cached (mincore) and evicting it (fadvise);
@@ -19,6 +21,7 @@ pub mod cpu_time;
 pub mod device_counters;
 #[cfg(all(test, unix))]
 mod fake_tree;
+pub mod file_devices;
 pub mod file_system;
 pub mod memory;
 pub mod page_cache;

@@ -236,3 +236,42 @@ fn a_disk_without_a_device_link_is_served_by_the_host() {
     assert_eq!(stack.leaves.len(), 2);
     assert!(stack.leaves.iter().all(|l| !l.host_served) && !stack.served_by_host());
 }
+
+/// The devices under a set of files are read once each: three files on vda1 and dm-0 give two
+/// readings, each file its own device's facts, a file on tmpfs (`0:45`, no block device) its
+/// device number as its key; `covering` keeps what was read and reads only what is new.
+#[test]
+fn file_devices_read_each_device_once() {
+    use super::file_devices::{FileDevices, FileNumbers};
+    use std::path::PathBuf;
+    let (_t, roots) = canned();
+    let path = |name: &str| PathBuf::from(format!("/shards/{name}"));
+    let devices = FileDevices::from_numbers(
+        &roots,
+        [
+            (path("a"), FileNumbers::on((254, 1))),
+            (path("b"), FileNumbers::on((253, 0))),
+            (path("c"), FileNumbers::on((254, 1))),
+            (
+                path("tmp"),
+                FileNumbers {
+                    stat_dev: Some((0, 45)),
+                    block_device: None,
+                },
+            ),
+        ],
+    );
+    assert_eq!(devices.readings(), 2);
+    assert_eq!(devices.facts(&path("a")).unwrap().disk, "vda");
+    assert_eq!(devices.facts(&path("c")).unwrap().disk, "vda");
+    assert_eq!(devices.facts(&path("b")).unwrap().disk, "dm-0");
+    assert!(!devices.facts(&path("b")).unwrap().served_by_host());
+    assert_eq!(devices.device_key(&path("a")).as_deref(), Some("vda"));
+    assert_eq!(devices.device_key(&path("tmp")).as_deref(), Some("0:45"));
+    assert!(devices.facts(&path("tmp")).is_none() && devices.covers(&path("tmp")));
+    assert!(!devices.covers(&path("other")) && devices.device_key(&path("other")).is_none());
+    // Nothing new: the same reading, no file read again.
+    let again = devices.covering(&[path("a"), path("b")], &roots);
+    assert_eq!(again.readings(), 2);
+    assert_eq!(again.facts(&path("b")), devices.facts(&path("b")));
+}

@@ -2,16 +2,31 @@
 //! queue's share in it. pora-io reports what the kernel has (each disk's requests per queue,
 //! the queues a read is sent on, how a stacked device sends a read to its disks:
 //! `pora_io::host::block_device`); what pora does with those facts is decided here, once, for
-//! every caller: a session opening a pool ([`knobs`]), `auto`'s candidates and the forecast
-//! that `pora doctor` and `pora tune` print ([`default_knobs`]). It sits in pora-mine because
-//! the knobs are the miner's: its threads and its chains per thread.
+//! every caller: a session opening a pool ([`knobs`]), `auto`'s candidates ([`candidates`])
+//! and the forecast that `pora doctor` and `pora tune` print ([`default_knobs`]). It sits in
+//! pora-mine because the knobs are the miner's: its threads and its chains per thread. The
+//! devices' facts come from the session's one reading of them
+//! (`pora_io::host::file_devices::FileDevices`), the same the rings' submission rhythm follows.
 
-use super::open::Tuned;
 use super::options::OpenOptions;
 use crate::defaults::available_cpus;
-use pora_io::host::block_device::{device_facts_of, DeviceFacts, LeafDisk, ReadSpread};
+use crate::steer::model::ReadPath;
+use crate::steer::Candidate;
+use pora_io::host::block_device::{DeviceFacts, LeafDisk, ReadSpread};
+use pora_io::host::file_devices::FileDevices;
 use pora_io::Method;
 use std::path::PathBuf;
+
+/// A profile that matches the files now (found by `open.rs`), with the knobs it was tuned to.
+pub(crate) struct Tuned {
+    pub path: PathBuf,
+    pub method: Method,
+    pub threads: usize,
+    pub depth: usize,
+    /// The profile's cold samples/s per method: its own first, then the sweep's best of the
+    /// others.
+    pub rates: Vec<(Method, f64)>,
+}
 
 /// Reads in flight per thread for methods that batch (asynchronous ones, and synchronous ones on
 /// a shard held in memory).
@@ -22,20 +37,39 @@ pub(crate) const SYNC_COLD_THREADS: usize = 64;
 /// Share of a shard's bytes in the page cache from which it is treated as held in memory.
 pub(crate) const RESIDENT_FRACTION: f64 = 0.9;
 
-/// The queues of the device under one pool's files, and the CPUs its threads run on.
+/// The queues of the devices under one pool's files, and the CPUs its threads run on.
 #[derive(Clone, Debug)]
 pub(crate) struct DeviceQueues {
-    /// `None` when the device is unknown (tmpfs, a network file system, not Linux).
-    facts: Option<DeviceFacts>,
+    /// Each distinct known device under the files (none: tmpfs, a network file system, not
+    /// Linux). A shard's files may sit on several.
+    devices: Vec<DeviceFacts>,
     cpus: usize,
 }
 
 impl DeviceQueues {
-    /// The device under `paths` (the first file's: a pool's files share one), on this machine.
+    /// The devices under `paths`, read now (for callers outside a session: the forecast).
     pub(crate) fn of(paths: &[PathBuf]) -> Self {
         let roots = pora_io::host::Roots::default();
+        Self::on(
+            &FileDevices::read(paths.iter().map(PathBuf::as_path), &roots),
+            paths,
+        )
+    }
+
+    /// The devices under every one of `paths` as `devices` read them (a session's one reading),
+    /// threads running on this machine's CPUs.
+    pub(crate) fn on(devices: &FileDevices, paths: &[PathBuf]) -> Self {
+        let mut distinct: Vec<DeviceFacts> = Vec::new();
+        for facts in paths.iter().filter_map(|p| devices.facts(p)) {
+            if !distinct
+                .iter()
+                .any(|d| (d.major, d.minor) == (facts.major, facts.minor))
+            {
+                distinct.push(facts.clone());
+            }
+        }
         DeviceQueues {
-            facts: paths.first().and_then(|p| device_facts_of(p, &roots)),
+            devices: distinct,
             cpus: available_cpus(),
         }
     }
@@ -43,14 +77,17 @@ impl DeviceQueues {
     /// A device whose queues are unknown, threads running on `cpus` CPUs.
     #[cfg(test)]
     pub(crate) fn unknown(cpus: usize) -> Self {
-        DeviceQueues { facts: None, cpus }
+        DeviceQueues {
+            devices: Vec::new(),
+            cpus,
+        }
     }
 
     /// `facts`' device, threads running on `cpus` CPUs (for the tests' canned sysfs trees).
     #[cfg(all(test, unix))]
     pub(crate) fn new(facts: DeviceFacts, cpus: usize) -> Self {
         DeviceQueues {
-            facts: Some(facts),
+            devices: vec![facts],
             cpus,
         }
     }
@@ -63,12 +100,15 @@ impl DeviceQueues {
     /// they count as the least of them, the room md's read balancing cannot fail to give.
     /// More reads than this do not reach the device sooner: they wait for a free request in the
     /// block layer, and an io_uring read that finds none is handed to a kernel worker thread
-    /// that sleeps for it (docs/BENCHMARKS.md 30). `None` when a disk's `nr_requests` is
-    /// unknown.
+    /// that sleeps for it (docs/BENCHMARKS.md 30). Files on several devices take the least of
+    /// theirs: no device is sent more than it queues. `None` when no device is known, or no
+    /// known device's `nr_requests`.
     pub(crate) fn request_slots(&self, threads: usize) -> Option<usize> {
-        let facts = self.facts.as_ref()?;
         let reach = threads.clamp(1, self.cpus.max(1));
-        spread_slots(&facts.reads, &facts.leaves, reach)
+        self.devices
+            .iter()
+            .filter_map(|facts| spread_slots(&facts.reads, &facts.leaves, reach))
+            .min()
     }
 
     /// Reads in flight per thread for `threads` threads that send every read to the device:
@@ -183,6 +223,41 @@ pub(crate) fn knobs(
         options.depth.unwrap_or(depth),
         why,
     )
+}
+
+/// The methods `auto` chooses among here ([`Method::auto_candidates`]: one per read path, each
+/// the method pora-io ranks first on this platform); a profile's method replaces the
+/// platform's choice of its path, with the profile's knobs. The others take the default knobs
+/// on `queues`' device for `threads` threads when the caller fixed them.
+pub(crate) fn candidates(
+    tuned: Option<&Tuned>,
+    queues: &DeviceQueues,
+    threads: Option<usize>,
+) -> Vec<Candidate> {
+    Method::auto_candidates()
+        .into_iter()
+        .map(|method| {
+            let path = method.read_path();
+            match tuned.filter(|t| t.method.read_path() == path) {
+                Some(t) => Candidate {
+                    method: t.method,
+                    threads: t.threads,
+                    depth: t.depth,
+                    path,
+                },
+                None => {
+                    let (threads, depth) =
+                        default_knobs(method, path == ReadPath::Mapped, queues, threads);
+                    Candidate {
+                        method,
+                        threads,
+                        depth,
+                        path,
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// Share of the files' bytes in the page cache, when the OS tells: mincore over a fixed sample of

@@ -30,6 +30,7 @@ use crate::records::{HashRecord, SessionRecord, SlotRecord};
 use crate::{swap_checked, MineConfig, MineError, Miner, PoolState, SlotReport, SlotRequest};
 use open::{open_device, total_file_bytes};
 use pora_core::{H256, U256};
+use pora_io::host::Roots;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -91,11 +92,22 @@ impl Session {
     /// shards are grouped by device (docs/mining.md), and each device gets its own profile, method,
     /// threads, depth and worker pool. The miner's shards (and so every report) come device by
     /// device, in the order given within a device.
+    ///
+    /// The devices under every file are read once, here (those `options.io.devices` does not
+    /// already cover), and that one reading serves every rule that needs them: the grouping by
+    /// device, each pool's depth and its rings' submission rhythm, in every slot after.
     pub fn open(groups: &[Vec<PathBuf>], options: &OpenOptions) -> Result<Session, MineError> {
         let shards = open_shards(groups, options.kv_entries_bits)?;
-        let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
+        let paths = Miner::paths(&shards);
+        let mut options = options.clone();
+        options.io.devices = options.io.devices.covering(&paths, &Roots::default());
+        let options = &options;
+        let devices = devices::by_known(
+            shards.iter().map(|s| s.files[0].path.as_path()),
+            &options.io.devices,
+        );
         let several = devices.len() > 1;
-        let session_bytes = total_file_bytes(&Miner::paths(&shards));
+        let session_bytes = total_file_bytes(&paths);
         let room = cache_room();
         let (mut ordered, mut pools, mut sides, mut notes) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -3,7 +3,9 @@
 //! choose threads and depth (by the rule in `knobs.rs`), and open one backend factory per
 //! device. This is the one place that blocks on opening files; slots never do (`crate::pool`).
 
-use super::knobs::{default_knobs, knobs, DeviceQueues};
+use super::knobs::{knobs, DeviceQueues};
+// Where `forecast.rs` finds them beside the other facts of opening.
+pub(crate) use super::knobs::{candidates, Tuned};
 use super::options::{OpenOptions, ProfileSource};
 use super::steering::{cached_fraction, observe, PoolSide};
 use crate::devices::DeviceGroup;
@@ -40,9 +42,10 @@ pub(crate) fn open_device(
     session_bytes: u64,
 ) -> Result<OpenedDevice, MineError> {
     let paths = Miner::paths(shards);
-    let (tuned, notes) = find_profile(user_files, &options.profile)?;
+    let (tuned, notes) = find_profile(user_files, options)?;
     let bytes = total_file_bytes(&paths);
-    let queues = DeviceQueues::of(&paths);
+    // The session's one reading of the devices, the one the rings' rhythm follows too.
+    let queues = DeviceQueues::on(&options.io.devices, &paths);
     let mut steering = (options.io.method == Method::Auto).then(|| {
         let profiled = path_rates(tuned.as_ref().map_or(&[][..], |t| &t.rates));
         let candidates = candidates(tuned.as_ref(), &queues, options.threads);
@@ -199,26 +202,16 @@ pub fn open_shards(
 }
 
 /// A profile that matches the files now, and the notes to print about what was found.
-pub(crate) struct Tuned {
-    pub path: PathBuf,
-    pub method: Method,
-    pub threads: usize,
-    pub depth: usize,
-    /// The profile's cold samples/s per method: its own first, then the sweep's best of the
-    /// others.
-    pub rates: Vec<(Method, f64)>,
-}
-
 fn find_profile(
     files: &[PathBuf],
-    source: &ProfileSource,
+    options: &OpenOptions,
 ) -> Result<(Option<Tuned>, Vec<String>), MineError> {
-    let explicit = match source {
+    let explicit = match &options.profile {
         ProfileSource::Ignore => return Ok((None, Vec::new())),
         ProfileSource::At(path) => Some(path.as_path()),
         ProfileSource::BesideFirstFile => None,
     };
-    match profile::lookup(files, explicit)? {
+    match profile::lookup_on(files, explicit, &options.io.devices)? {
         Lookup::Absent => Ok((None, Vec::new())),
         Lookup::Stale { path, why } => Ok((
             None,
@@ -276,41 +269,6 @@ pub(crate) fn path_rates(rates: &[(Method, f64)]) -> Vec<(ReadPath, f64)> {
 /// The read path a method takes.
 pub(crate) fn read_path(method: Method) -> ReadPath {
     method.read_path()
-}
-
-/// The methods `auto` chooses among here ([`Method::auto_candidates`]: one per read path, each
-/// the method pora-io ranks first on this platform); a profile's method replaces the
-/// platform's choice of its path, with the profile's knobs. The others take the default knobs
-/// on `queues`' device for `threads` threads when the caller fixed them.
-pub(crate) fn candidates(
-    tuned: Option<&Tuned>,
-    queues: &DeviceQueues,
-    threads: Option<usize>,
-) -> Vec<Candidate> {
-    Method::auto_candidates()
-        .into_iter()
-        .map(|method| {
-            let path = read_path(method);
-            match tuned.filter(|t| read_path(t.method) == path) {
-                Some(t) => Candidate {
-                    method: t.method,
-                    threads: t.threads,
-                    depth: t.depth,
-                    path,
-                },
-                None => {
-                    let (threads, depth) =
-                        default_knobs(method, path == ReadPath::Mapped, queues, threads);
-                    Candidate {
-                        method,
-                        threads,
-                        depth,
-                        path,
-                    }
-                }
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -224,14 +224,24 @@ fn knobs_fit_the_depth_to_the_callers_threads() {
 /// `auto`'s candidates carry the knobs a pool opened with their method gets, the caller's
 /// threads included: on 8 CPUs and 8 queues of 64, the direct ring 8 x 64 (1 x 64 for
 /// `--threads 1`), the map 8 x 256 (held in memory), a buffered ring 8 x 256 or a synchronous
-/// read 64 x 1 (1 x 1 for `--threads 1`).
+/// read 64 x 1 (1 x 1 for `--threads 1`). There is one candidate per read path, worked by hand
+/// for this platform: a buffered and a direct read everywhere pora builds (a ring or `pread`,
+/// an unbuffered ring or `direct`), and a map where its faults are contained (Unix, Windows
+/// x86_64): three here, two elsewhere.
 #[test]
 fn auto_candidates_carry_the_depth_for_the_threads_that_run() {
-    use crate::session::open::candidates;
     let (_t, roots) = one_nvme();
     let q = queues(&roots, 259, 0, 8);
+    let paths_by_hand: &[ReadPath] = if cfg!(unix) || cfg!(all(windows, target_arch = "x86_64")) {
+        &[ReadPath::Buffered, ReadPath::Direct, ReadPath::Mapped]
+    } else {
+        &[ReadPath::Buffered, ReadPath::Direct]
+    };
     for (threads, ring, sync) in [(None, (8, 64), (64, 1)), (Some(1), (1, 64), (1, 1))] {
-        for c in candidates(None, &q, threads) {
+        let all = candidates(None, &q, threads);
+        let paths: Vec<ReadPath> = all.iter().map(|c| c.path).collect();
+        assert_eq!(paths, paths_by_hand, "{threads:?}");
+        for c in all {
             let by_hand = match c.method {
                 Method::UringDirect | Method::IocpUnbuffered => ring,
                 Method::Pread | Method::Direct => sync,

@@ -306,7 +306,7 @@ fn print_forecast(o: &pora_mine::session::FilesOutlook) {
         )
     });
     println!(
-        "forecast: `pora mine` starts with {} (auto, decided again before every slot): {:.1}% mining power in the first (cold) slot, {:.1}% once the page cache has settled (shard {:.1} GiB, {room})",
+        "forecast: `pora mine` starts with {} (auto, decided again before every slot): {:.1}% mining power in the first slot, {:.1}% once the page cache has settled (shard {:.1} GiB, {room})",
         o.decision.candidate.method,
         o.decision.predicted.next * 100.0,
         o.decision.predicted.steady * 100.0,
@@ -320,6 +320,7 @@ fn print_forecast(o: &pora_mine::session::FilesOutlook) {
             f.predicted_steady_mining_power * 100.0
         );
     }
+    println!("  {}", o.first_slot().line());
 }
 
 fn print_report(o: &TuneOutcome, p: &Prediction, profile: Option<&Path>) {

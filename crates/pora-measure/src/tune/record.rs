@@ -41,8 +41,9 @@ pub struct TuneRecord<'a> {
     pub forecast: Option<TuneForecast>,
 }
 
-/// `auto`'s forecast after a tune run: the method it starts with, the first (cold) slot and the
-/// steady state once the page cache has settled, and every candidate's figures.
+/// `auto`'s forecast after a tune run: the method it starts with, the first slot (cold at its
+/// start, its own reads filling the page cache) and the steady state once the cache has
+/// settled, every candidate's figures, and what the first slot's figure was worked from.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TuneForecast {
@@ -50,6 +51,8 @@ pub struct TuneForecast {
     pub first_slot_mining_power: f64,
     pub steady_mining_power: f64,
     pub candidates: Vec<pora_mine::steer::CandidateForecast>,
+    /// The first slot model's inputs: cold rate, memory counted, expected hit ratio at the end.
+    pub first_slot: pora_mine::session::FirstSlot,
 }
 
 impl TuneForecast {
@@ -59,6 +62,7 @@ impl TuneForecast {
             first_slot_mining_power: o.decision.predicted.next,
             steady_mining_power: o.decision.predicted.steady,
             candidates: o.decision.forecasts.clone(),
+            first_slot: o.first_slot(),
         }
     }
 }

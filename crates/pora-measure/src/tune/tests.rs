@@ -202,6 +202,32 @@ fn four_shard_files_are_four_shards_sharing_the_device() {
         (alone - 4.0 * four).abs() <= 0.05 * alone,
         "one shard {alone} vs four {four}"
     );
+    // `--json` carries the first slot's inputs: the chosen path's cold rate, the memory counted,
+    // the hit ratio expected at the slot's end (the tiny files fit: a buffered path hits by then
+    // at least as often as over the slot).
+    let o = steady_outlook(&out, &c, &files, 4);
+    let json = serde_json::to_value(record::TuneForecast::new(&o)).unwrap();
+    let first = &json["firstSlot"];
+    assert_eq!(first["method"], json["method"]);
+    assert_eq!(first["miningPower"], json["firstSlotMiningPower"]);
+    let chosen = o
+        .decision
+        .forecasts
+        .iter()
+        .find(|f| f.method == o.decision.candidate.method)
+        .unwrap();
+    assert_eq!(first["coldReadsPerSec"], chosen.device_reads_per_sec);
+    let bytes: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
+    assert_eq!(first["shardBytes"], bytes);
+    assert_eq!(
+        first["memoryCountedBytes"].as_u64(),
+        o.room.as_ref().map(|r| r.room_bytes)
+    );
+    let (hit, end) = (
+        first["hitRatio"].as_f64().unwrap(),
+        first["hitRatioAtSlotEnd"].as_f64().unwrap(),
+    );
+    assert!((0.0..=1.0).contains(&hit) && end >= hit, "{first}");
 }
 
 /// tune's note about the files fitting in memory uses the room `pora mine` decides with: inside

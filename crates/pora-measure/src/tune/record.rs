@@ -39,6 +39,9 @@ pub struct TuneRecord<'a> {
     /// run measured (the same model and facts a session's first slot decides from). The headline;
     /// `predictedMiningPower` above is the knee method's alone, cold.
     pub forecast: Option<TuneForecast>,
+    /// Arms rated against an untrusted knee on trials taken back to back, each with its
+    /// per-round ratios and whether they disagree beyond the knee margin.
+    pub paired_trials: &'a [super::paired::Comparison],
 }
 
 /// `auto`'s forecast after a tune run: the method it starts with, the first slot (cold at its
@@ -105,7 +108,7 @@ impl<'a> TuneRecord<'a> {
             method: knee.map(|k| k.arm.method.name()),
             threads: knee.map(|k| k.arm.threads),
             depth: knee.map(|k| k.arm.depth),
-            samples_per_sec: knee.map(ArmStats::mean),
+            samples_per_sec: knee.map(ArmStats::rate),
             samples_per_sec_cv: knee.map(ArmStats::cv),
             trials: knee.map(|k| k.trials.len()),
             spread_trusted: knee.map(spread_trusted),
@@ -113,7 +116,7 @@ impl<'a> TuneRecord<'a> {
                 method: c.best.arm.method.name(),
                 threads: c.best.arm.threads,
                 depth: c.best.arm.depth,
-                samples_per_sec: c.best.mean(),
+                samples_per_sec: c.best.rate(),
             }),
             latency_us: o.knee_latency.as_ref().map(|l| KneeLatency {
                 p50: l.latency_us_p50,
@@ -139,6 +142,7 @@ impl<'a> TuneRecord<'a> {
             interrupted: o.interrupted,
             profile: profile.map(|p| p.display().to_string()),
             forecast: forecast.map(TuneForecast::new),
+            paired_trials: &o.sweep.paired,
         }
     }
 }
@@ -154,13 +158,12 @@ mod tests {
     #[test]
     fn json_has_the_documented_fields_in_order() {
         let arm = |depth, trials: Vec<f64>| ArmStats {
-            arm: Arm {
+            trials,
+            ..ArmStats::new(Arm {
                 method: Method::Sim,
                 threads: 1,
                 depth,
-            },
-            trials,
-            dropped: None,
+            })
         };
         let arms = vec![arm(8, vec![990.0, 1010.0]), arm(16, vec![1010.0, 1020.0])];
         let outcome = TuneOutcome {
@@ -169,6 +172,7 @@ mod tests {
                 arms,
                 interrupted: false,
                 spent_sec: 3.0,
+                paired: Vec::new(),
             },
             ceiling: None,
             knee_latency: None,
@@ -205,7 +209,8 @@ mod tests {
                 "spentSec",
                 "interrupted",
                 "profile",
-                "forecast"
+                "forecast",
+                "pairedTrials"
             ]
         );
         // Depth 8 is within 3% of depth 16's mean, so it is the knee; 16 is the best.

@@ -228,6 +228,21 @@ fn four_shard_files_are_four_shards_sharing_the_device() {
         first["hitRatioAtSlotEnd"].as_f64().unwrap(),
     );
     assert!((0.0..=1.0).contains(&hit) && end >= hit, "{first}");
+    // The text says the same figures: the headline, one line per candidate, the inputs' line.
+    let lines = o.lines();
+    assert_eq!(lines.len(), 2 + o.decision.forecasts.len(), "{lines:?}");
+    let percent = format!(
+        "{:.1}% mining power in the first slot",
+        o.decision.predicted.next * 100.0
+    );
+    assert!(lines[0].contains(&percent), "{lines:?}");
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains(&format!("{:.0}% by its end", end * 100.0)),
+        "{lines:?}"
+    );
 }
 
 /// tune's note about the files fitting in memory uses the room `pora mine` decides with: inside

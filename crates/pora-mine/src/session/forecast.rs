@@ -93,6 +93,36 @@ pub struct FirstSlot {
 }
 
 impl FilesOutlook {
+    /// The forecast as `pora tune` prints it: what `pora mine` starts with and its first slot
+    /// and settled figures, each candidate's, and what the first slot's figure was worked from.
+    pub fn lines(&self) -> Vec<String> {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let room = self
+            .room
+            .as_ref()
+            .map_or("unknown memory".to_string(), |r| {
+                format!("{:.1} GiB the page cache can grow into", gib(r.room_bytes))
+            });
+        let d = &self.decision;
+        let mut lines = vec![format!(
+            "forecast: `pora mine` starts with {} (auto, decided again before every slot): {:.1}% mining power in the first slot, {:.1}% once the page cache has settled (shard {:.1} GiB, {room})",
+            d.candidate.method,
+            d.predicted.next * 100.0,
+            d.predicted.steady * 100.0,
+            gib(self.file_bytes),
+        )];
+        lines.extend(d.forecasts.iter().map(|f| {
+            format!(
+                "  {}: {:.1}% the first slot, {:.1}% settled",
+                f.method,
+                f.predicted_mining_power * 100.0,
+                f.predicted_steady_mining_power * 100.0
+            )
+        }));
+        lines.push(format!("  {}", self.first_slot().line()));
+        lines
+    }
+
     /// The chosen candidate's first slot and its inputs.
     pub fn first_slot(&self) -> FirstSlot {
         let d = &self.decision;

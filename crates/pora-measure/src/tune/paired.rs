@@ -238,4 +238,68 @@ mod tests {
             "{said}"
         );
     }
+
+    /// A runner that records which arm ran when, each method at a fixed rate.
+    struct Recorder(Vec<Method>);
+
+    impl TrialRunner for Recorder {
+        fn run(
+            &mut self,
+            arm: &Arm,
+            seconds: f64,
+        ) -> Result<super::super::search::TrialResult, super::super::search::TrialError> {
+            self.0.push(arm.method);
+            let samples_per_sec = match arm.method {
+                Method::UringDirect => 1000.0,
+                _ => 600.0,
+            };
+            Ok(super::super::search::TrialResult {
+                samples_per_sec,
+                elapsed_sec: seconds,
+            })
+        }
+    }
+
+    /// The knee's spread is not trusted: its extra trials come in rounds with the other read
+    /// path's fastest arm (dropped earlier, measured again here), back to back, the order
+    /// reversed every other round, until the knee has `max_trials_untrusted`; the competitor is
+    /// then rated against the knee on those rounds.
+    #[test]
+    fn the_extra_trials_come_in_rounds_back_to_back() {
+        let arm = |method| Arm {
+            method,
+            threads: 1,
+            depth: 8,
+        };
+        let mut arms = vec![
+            ArmStats {
+                trials: vec![1000.0, 1000.0, 500.0, 500.0],
+                ..ArmStats::new(arm(Method::UringDirect))
+            },
+            ArmStats {
+                trials: vec![600.0],
+                dropped: Some("dropped: 50% below the best".into()),
+                ..ArmStats::new(arm(Method::Uring))
+            },
+        ];
+        let plan = SweepPlan {
+            max_trials_untrusted: 8,
+            ..SweepPlan::for_budget(100.0, 2)
+        };
+        let mut runner = Recorder(Vec::new());
+        let mut spent = 0.0;
+        let rounds = run_rounds(&mut arms, &plan, &mut runner, &mut spent, &mut |_, _| {});
+        use Method::{Uring as B, UringDirect as D};
+        assert_eq!(runner.0, [D, B, B, D, D, B, B, D]);
+        assert_eq!(rounds.end, None);
+        let [c] = &rounds.comparisons[..] else {
+            panic!("{:?}", rounds.comparisons);
+        };
+        assert_eq!((c.arm, c.reference), (arm(B), arm(D)));
+        assert_eq!(c.ratios, vec![0.6; 4]);
+        // The knee's mean over its 8 trials is 875; buffered is rated at 0.6 of it.
+        assert_eq!(arms[0].paired_rate, Some(875.0));
+        assert!((arms[1].paired_rate.unwrap() - 525.0).abs() < 1e-9);
+        assert!(arms[1].dropped.is_none());
+    }
 }

@@ -83,7 +83,7 @@ pub struct FirstSlot {
     pub cgroup_limit_bytes: Option<u64>,
     /// Share of the files in the page cache when the slot starts.
     pub cached_fraction: f64,
-    /// Share of them the memory counted can hold (may exceed 1).
+    /// Share of them the memory counted can hold, 0..1.
     pub cacheable_fraction: Option<f64>,
     /// The hit ratio over the slot's reads.
     pub hit_ratio: f64,

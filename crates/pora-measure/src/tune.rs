@@ -10,6 +10,7 @@
 //! shape of a run.
 
 pub mod device;
+pub mod paired;
 pub mod raw;
 pub mod record;
 pub mod search;
@@ -200,6 +201,14 @@ pub fn tune(
             "{} file evictions could not be verified (pages mapped by another process, or the file system keeps them): those trials may be partly warm",
             runner.unverified_evictions
         ));
+    }
+    for said in sweep
+        .paired
+        .iter()
+        .filter_map(|c| c.disagreement(plan.knee_margin))
+    {
+        on_event(Event::Note(&said));
+        notes.push(said);
     }
     let choice = search::choose(&sweep.arms, plan.knee_margin);
     let mut interrupted = sweep.interrupted || stop.load(Ordering::Relaxed);
@@ -462,7 +471,7 @@ pub struct Prediction {
 
 impl Prediction {
     pub fn new(o: &TuneOutcome, shards: usize, required_per_shard: f64) -> Prediction {
-        let sps = o.choice.as_ref().map_or(0.0, |c| c.knee.mean());
+        let sps = o.choice.as_ref().map_or(0.0, |c| c.knee.rate());
         Prediction {
             shards,
             required_per_shard,
@@ -495,11 +504,12 @@ pub fn spread_trusted(knee: &ArmStats) -> bool {
     knee.cv() <= CV_TRUST && knee.trials.len() >= 2
 }
 
-/// The best mean cold samples/s of every method the sweep measured, fastest first.
+/// The best cold samples/s of every method the sweep measured ([`ArmStats::rate`]: on the same
+/// moments as the knee, and only those arms, once arms were compared with it), fastest first.
 pub fn best_by_method(o: &TuneOutcome) -> Vec<pora_mine::profile::MethodRate> {
     let mut best: Vec<pora_mine::profile::MethodRate> = Vec::new();
-    for a in o.sweep.arms.iter().filter(|a| !a.trials.is_empty()) {
-        let rate = a.mean();
+    for a in search::comparable(&o.sweep.arms).filter(|a| !a.trials.is_empty()) {
+        let rate = a.rate();
         match best.iter_mut().find(|b| b.method == a.arm.method) {
             Some(b) if b.samples_per_sec >= rate => {}
             Some(b) => b.samples_per_sec = rate,
@@ -523,7 +533,7 @@ pub fn steady_outlook(
     files: &[PathBuf],
     shards: usize,
 ) -> pora_mine::session::FilesOutlook {
-    let rates: Vec<(pora_io::Method, f64)> = std::iter::once((c.knee.arm.method, c.knee.mean()))
+    let rates: Vec<(pora_io::Method, f64)> = std::iter::once((c.knee.arm.method, c.knee.rate()))
         .chain(
             best_by_method(o)
                 .iter()
@@ -545,7 +555,7 @@ pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBu
         depth: c.knee.arm.depth,
         shards: p.shards,
         measured: Measured {
-            samples_per_sec: c.knee.mean(),
+            samples_per_sec: c.knee.rate(),
             samples_per_sec_cv: c.knee.cv(),
             trials: c.knee.trials.len(),
             latency_us_p99: o.knee_latency.as_ref().map(|l| l.latency_us_p99),

@@ -309,7 +309,8 @@ impl SlotReport {
         );
         match self.bottleneck {
             Bottleneck::Disk => format!(
-                "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): `pora tune` measures whether more reads in flight or another --method help, or the disk is at its ceiling"
+                "the disk was the limit (workers waited for reads {wait:.0}% of the time, CPUs {busy:.0}% busy): a tune run (`pora tune`) measures whether more reads in flight or another access method ({}) help, or the disk is at its ceiling",
+                pora_core::Input::Method
             ),
             Bottleneck::Cpu => format!("the CPU was the limit (hashing kept the usable CPUs {busy:.0}% busy): more threads than cores will not help"),
             Bottleneck::None if self.interrupted => "the slot was interrupted".into(),

@@ -44,3 +44,31 @@ fn mmap_on_a_cached_shard_is_cpu_bound() {
         report.io_wait_fraction
     );
 }
+
+/// A slot the disk held back says so in the library's words: the access method named as the
+/// door names its input (the library's own key here, `method`; the CLI renders `--method`), no
+/// command-line flag of its own, since the Go and C callers have none.
+#[test]
+fn a_disk_bound_slot_says_why_without_a_command_line_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_shard(dir.path(), 0, 8, 3);
+    let factory = sim_factory(
+        std::slice::from_ref(&path),
+        pora_io::SimConfig {
+            latency_us: (20_000, 20_000),
+            ..Default::default()
+        },
+    );
+    let mut cfg = config(1, 1, 0..u64::MAX);
+    cfg.slot = Duration::from_millis(200);
+    let miner = Miner::new(vec![open_shard(&path)], factory, cfg.mine()).unwrap();
+    let report = miner
+        .mine_slot(&cfg.request(randao(1)), &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(report.bottleneck, Bottleneck::Disk, "{report:?}");
+    let why = report.why_below_full_power(&report.shards[0]);
+    assert!(
+        why.contains("another access method (method)") && !why.contains("--"),
+        "{why}"
+    );
+}

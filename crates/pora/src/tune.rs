@@ -70,20 +70,8 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = pora_mine::SLOT_LENGTH.as_secs_f64())]
     slot: f64,
     /// Latency range of the simulated disk for `--method sim`, microseconds (`A..B`).
-    #[arg(long, value_parser = parse_latency_range, default_value = "100..100")]
+    #[arg(long, value_parser = pora_measure::bench::input::parse_latency_range_us, default_value = "100..100")]
     sim_latency_us: (u32, u32),
-}
-
-fn parse_latency_range(s: &str) -> Result<(u32, u32), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("`{s}`: expected A..B microseconds"))?;
-    let a: u32 = a.trim().parse().map_err(|e| format!("`{s}`: {e}"))?;
-    let b: u32 = b.trim().parse().map_err(|e| format!("`{s}`: {e}"))?;
-    if a > b {
-        return Err(format!("`{s}`: A must not exceed B"));
-    }
-    Ok((a, b))
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -297,29 +285,10 @@ fn print_event(event: Event) {
 }
 
 /// The headline: what `pora mine` will do with this profile, from `auto`'s forecast with the
-/// rates just measured (the model and facts its first slot decides from), then each candidate.
+/// rates just measured (the model and facts its first slot decides from), then each candidate
+/// and what the first slot's figure was worked from.
 fn print_forecast(o: &pora_mine::session::FilesOutlook) {
-    let room = o.room.as_ref().map_or("unknown memory".to_string(), |r| {
-        format!(
-            "{:.1} GiB the page cache can grow into",
-            r.room_bytes as f64 / (1u64 << 30) as f64
-        )
-    });
-    println!(
-        "forecast: `pora mine` starts with {} (auto, decided again before every slot): {:.1}% mining power in the first (cold) slot, {:.1}% once the page cache has settled (shard {:.1} GiB, {room})",
-        o.decision.candidate.method,
-        o.decision.predicted.next * 100.0,
-        o.decision.predicted.steady * 100.0,
-        o.file_bytes as f64 / (1u64 << 30) as f64,
-    );
-    for f in &o.decision.forecasts {
-        println!(
-            "  {}: {:.1}% the first slot, {:.1}% settled",
-            f.method,
-            f.predicted_mining_power * 100.0,
-            f.predicted_steady_mining_power * 100.0
-        );
-    }
+    o.lines().iter().for_each(|line| println!("{line}"));
 }
 
 fn print_report(o: &TuneOutcome, p: &Prediction, profile: Option<&Path>) {
@@ -452,16 +421,4 @@ fn write_plot(path: &Path, o: &TuneOutcome) -> anyhow::Result<()> {
         ));
     }
     crate::plot::write_svg(path, &charts)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latency_range_flag_parses() {
-        assert_eq!(parse_latency_range("5..10"), Ok((5, 10)));
-        assert!(parse_latency_range("10..5").is_err());
-        assert!(parse_latency_range("x").is_err());
-    }
 }

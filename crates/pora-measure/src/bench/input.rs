@@ -173,9 +173,30 @@ pub fn parse_range(s: &str) -> Result<Range<u64>, String> {
     Ok(start..end)
 }
 
+/// A latency range `A..B` of the simulated disk, microseconds, `A <= B`.
+pub fn parse_latency_range_us(s: &str) -> Result<(u32, u32), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}`: expected A..B microseconds"))?;
+    let a: u32 = a.trim().parse().map_err(|e| format!("`{s}`: {e}"))?;
+    let b: u32 = b.trim().parse().map_err(|e| format!("`{s}`: {e}"))?;
+    if a > b {
+        return Err(format!("`{s}`: A must not exceed B"));
+    }
+    Ok((a, b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_ranges() {
+        assert_eq!(parse_latency_range_us("5..10"), Ok((5, 10)));
+        assert_eq!(parse_latency_range_us("7..7"), Ok((7, 7)));
+        assert!(parse_latency_range_us("10..5").is_err());
+        assert!(parse_latency_range_us("x").is_err());
+    }
 
     #[test]
     fn byte_counts_with_suffixes() {

@@ -39,10 +39,14 @@ pub struct TuneRecord<'a> {
     /// run measured (the same model and facts a session's first slot decides from). The headline;
     /// `predictedMiningPower` above is the knee method's alone, cold.
     pub forecast: Option<TuneForecast>,
+    /// Arms rated against an untrusted knee on trials taken back to back, each with its
+    /// per-round ratios and whether they disagree beyond the knee margin.
+    pub paired_trials: &'a [super::paired::Comparison],
 }
 
-/// `auto`'s forecast after a tune run: the method it starts with, the first (cold) slot and the
-/// steady state once the page cache has settled, and every candidate's figures.
+/// `auto`'s forecast after a tune run: the method it starts with, the first slot (cold at its
+/// start, its own reads filling the page cache) and the steady state once the cache has
+/// settled, every candidate's figures, and what the first slot's figure was worked from.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TuneForecast {
@@ -50,6 +54,8 @@ pub struct TuneForecast {
     pub first_slot_mining_power: f64,
     pub steady_mining_power: f64,
     pub candidates: Vec<pora_mine::steer::CandidateForecast>,
+    /// The first slot model's inputs: cold rate, memory counted, expected hit ratio at the end.
+    pub first_slot: pora_mine::session::FirstSlot,
 }
 
 impl TuneForecast {
@@ -59,6 +65,7 @@ impl TuneForecast {
             first_slot_mining_power: o.decision.predicted.next,
             steady_mining_power: o.decision.predicted.steady,
             candidates: o.decision.forecasts.clone(),
+            first_slot: o.first_slot(),
         }
     }
 }
@@ -101,7 +108,7 @@ impl<'a> TuneRecord<'a> {
             method: knee.map(|k| k.arm.method.name()),
             threads: knee.map(|k| k.arm.threads),
             depth: knee.map(|k| k.arm.depth),
-            samples_per_sec: knee.map(ArmStats::mean),
+            samples_per_sec: knee.map(ArmStats::rate),
             samples_per_sec_cv: knee.map(ArmStats::cv),
             trials: knee.map(|k| k.trials.len()),
             spread_trusted: knee.map(spread_trusted),
@@ -109,7 +116,7 @@ impl<'a> TuneRecord<'a> {
                 method: c.best.arm.method.name(),
                 threads: c.best.arm.threads,
                 depth: c.best.arm.depth,
-                samples_per_sec: c.best.mean(),
+                samples_per_sec: c.best.rate(),
             }),
             latency_us: o.knee_latency.as_ref().map(|l| KneeLatency {
                 p50: l.latency_us_p50,
@@ -135,6 +142,7 @@ impl<'a> TuneRecord<'a> {
             interrupted: o.interrupted,
             profile: profile.map(|p| p.display().to_string()),
             forecast: forecast.map(TuneForecast::new),
+            paired_trials: &o.sweep.paired,
         }
     }
 }
@@ -150,13 +158,12 @@ mod tests {
     #[test]
     fn json_has_the_documented_fields_in_order() {
         let arm = |depth, trials: Vec<f64>| ArmStats {
-            arm: Arm {
+            trials,
+            ..ArmStats::new(Arm {
                 method: Method::Sim,
                 threads: 1,
                 depth,
-            },
-            trials,
-            dropped: None,
+            })
         };
         let arms = vec![arm(8, vec![990.0, 1010.0]), arm(16, vec![1010.0, 1020.0])];
         let outcome = TuneOutcome {
@@ -165,6 +172,7 @@ mod tests {
                 arms,
                 interrupted: false,
                 spent_sec: 3.0,
+                paired: Vec::new(),
             },
             ceiling: None,
             knee_latency: None,
@@ -201,7 +209,8 @@ mod tests {
                 "spentSec",
                 "interrupted",
                 "profile",
-                "forecast"
+                "forecast",
+                "pairedTrials"
             ]
         );
         // Depth 8 is within 3% of depth 16's mean, so it is the knee; 16 is the best.

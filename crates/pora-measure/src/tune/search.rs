@@ -107,9 +107,29 @@ pub struct ArmStats {
     pub trials: Vec<f64>,
     /// Why the arm stopped getting trials, if it was dropped.
     pub dropped: Option<String>,
+    /// Samples/s rated against the knee on trials taken back to back with its own
+    /// ([`super::paired`]): the knee's mean times the median per-round ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired_rate: Option<f64>,
 }
 
 impl ArmStats {
+    /// An arm not yet measured.
+    pub fn new(arm: Arm) -> ArmStats {
+        ArmStats {
+            arm,
+            trials: Vec::new(),
+            dropped: None,
+            paired_rate: None,
+        }
+    }
+
+    /// Samples/s as arms are compared: rated on the same moments as the knee when it was
+    /// ([`Self::paired_rate`]), else the mean of its trials.
+    pub fn rate(&self) -> f64 {
+        self.paired_rate.unwrap_or_else(|| self.mean())
+    }
+
     pub fn mean(&self) -> f64 {
         if self.trials.is_empty() {
             return 0.0;
@@ -173,12 +193,16 @@ pub struct Sweep {
     pub arms: Vec<ArmStats>,
     pub interrupted: bool,
     pub spent_sec: f64,
+    /// Arms compared with the untrusted knee on trials taken back to back ([`super::paired`]).
+    pub paired: Vec<super::paired::Comparison>,
 }
 
 /// Runs the sweep: round 1 ramps each line until it saturates; later rounds give one more trial
 /// to every arm not clearly worse than the best, until arms have `max_trials` or the budget is
-/// spent; then, while the knee's spread is not trusted, the knee and the best arm get more, up
-/// to `max_trials_untrusted` or the budget. `progress` sees each finished trial.
+/// spent; then, while the knee's spread is not trusted, the knee, the best arm and the fastest
+/// arm of each other read path get more in rounds taken back to back, up to
+/// `max_trials_untrusted` or the budget, and are rated against the knee on those rounds
+/// ([`super::paired`]). `progress` sees each finished trial.
 pub fn sweep(
     lines: &[Vec<Arm>],
     plan: &SweepPlan,
@@ -195,11 +219,7 @@ pub fn sweep(
             if over(spent) {
                 break 'lines;
             }
-            let mut stats = ArmStats {
-                arm: *arm,
-                trials: vec![],
-                dropped: None,
-            };
+            let mut stats = ArmStats::new(*arm);
             match runner.run(arm, plan.trial_sec) {
                 Ok(r) => {
                     spent += r.elapsed_sec;
@@ -210,6 +230,7 @@ pub fn sweep(
                         arms,
                         interrupted: true,
                         spent_sec: spent,
+                        paired: Vec::new(),
                     }
                 }
                 Err(TrialError::Arm(why)) => {
@@ -234,45 +255,39 @@ pub fn sweep(
                         arm.reads_in_flight()
                     );
                     arms.push(ArmStats {
-                        arm: *rest,
-                        trials: vec![],
                         dropped: Some(why),
+                        ..ArmStats::new(*rest)
                     });
                 }
                 break;
             }
         }
     }
-    // Two phases after round 1, each giving one more trial to the arms it picks until it picks
-    // none: the later rounds, then the untrusted knee.
-    let phases: [PickArms; 2] = [next_round_arms, untrusted_knee_arms];
-    for pick in phases {
-        loop {
-            let next = pick(&mut arms, plan);
-            if next.is_empty() {
-                break;
-            }
-            if let Some(interrupted) =
-                more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
-            {
-                return Sweep {
-                    arms,
-                    interrupted,
-                    spent_sec: spent,
-                };
-            }
+    // The later rounds, each giving one more trial to the arms it picks until it picks none;
+    // then, while the knee is not trusted, rounds of trials back to back ([`super::paired`]).
+    loop {
+        let next = next_round_arms(&mut arms, plan);
+        if next.is_empty() {
+            break;
+        }
+        if let Some(interrupted) = more_trials(&mut arms, &next, plan, runner, &mut spent, progress)
+        {
+            return Sweep {
+                arms,
+                interrupted,
+                spent_sec: spent,
+                paired: Vec::new(),
+            };
         }
     }
+    let rounds = super::paired::run_rounds(&mut arms, plan, runner, &mut spent, progress);
     Sweep {
         arms,
-        interrupted: false,
+        interrupted: rounds.end == Some(true),
         spent_sec: spent,
+        paired: rounds.comparisons,
     }
 }
-
-/// Picks the arms (indices into the sweep's arms) that get one more trial each next; none when
-/// the phase is over.
-type PickArms = fn(&mut [ArmStats], &SweepPlan) -> Vec<usize>;
 
 /// The arms of a later round: every arm not clearly worse than the best (the others are
 /// dropped first) and short of `max_trials`.
@@ -280,29 +295,6 @@ fn next_round_arms(arms: &mut [ArmStats], plan: &SweepPlan) -> Vec<usize> {
     drop_clearly_worse(arms, plan);
     (0..arms.len())
         .filter(|&i| arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials)
-        .collect()
-}
-
-/// The arms to run once the rounds are over with budget left, and the knee's trials may still
-/// vary too much to be trusted: a slow moment of the device landed in some of them. The knee
-/// and the best arm get more trials, so the moment weighs less, until the spread is trusted or
-/// they have `max_trials_untrusted` (BENCHMARKS 30.3: a knee measured at CV 0.11 in 4 trials
-/// forecast 0.51 where mine mined 0.59-0.61). None once there is no knee or it is trusted.
-fn untrusted_knee_arms(arms: &mut [ArmStats], plan: &SweepPlan) -> Vec<usize> {
-    let Some(c) = choose(arms, plan.knee_margin) else {
-        return vec![];
-    };
-    if c.knee.cv() <= plan.trust_cv {
-        return vec![];
-    }
-    let mut targets = vec![c.knee.arm];
-    if c.best.arm != c.knee.arm {
-        targets.push(c.best.arm);
-    }
-    targets
-        .iter()
-        .filter_map(|t| arms.iter().position(|a| a.arm == *t))
-        .filter(|&i| arms[i].dropped.is_none() && arms[i].trials.len() < plan.max_trials_untrusted)
         .collect()
 }
 
@@ -335,7 +327,7 @@ fn more_trials(
 
 /// Runs one more trial of `stats` and reports it to `progress`; an arm that fails is dropped
 /// with the reason. `false` when the run was interrupted.
-fn one_more_trial(
+pub(super) fn one_more_trial(
     stats: &mut ArmStats,
     plan: &SweepPlan,
     runner: &mut dyn TrialRunner,
@@ -428,10 +420,21 @@ pub struct Choice {
     pub knee: ArmStats,
 }
 
+/// The arms to compare: those rated on the same moments ([`ArmStats::paired_rate`]) once any
+/// was (an arm measured only before or after a slow spell would be compared with the device's
+/// mood), else all.
+pub fn comparable(arms: &[ArmStats]) -> impl Iterator<Item = &ArmStats> {
+    let paired = arms.iter().any(|a| a.paired_rate.is_some());
+    arms.iter()
+        .filter(move |a| !paired || a.paired_rate.is_some())
+}
+
 /// Picks the best arm among those still alive (all measured arms if none is), then the knee on
-/// its method: fewest reads in flight, then fewest threads.
+/// its method: fewest reads in flight, then fewest threads. Arms are compared by
+/// [`ArmStats::rate`], among the [`comparable`] ones.
 pub fn choose(arms: &[ArmStats], knee_margin: f64) -> Option<Choice> {
     let measured = |a: &&ArmStats| !a.trials.is_empty();
+    let arms: Vec<ArmStats> = comparable(arms).cloned().collect();
     let alive: Vec<&ArmStats> = arms
         .iter()
         .filter(measured)
@@ -442,11 +445,11 @@ pub fn choose(arms: &[ArmStats], knee_margin: f64) -> Option<Choice> {
     } else {
         alive
     };
-    let best = *pool.iter().max_by(|a, b| a.mean().total_cmp(&b.mean()))?;
+    let best = *pool.iter().max_by(|a, b| a.rate().total_cmp(&b.rate()))?;
     let knee = pool
         .iter()
         .filter(|a| {
-            a.arm.method == best.arm.method && a.mean() >= best.mean() * (1.0 - knee_margin)
+            a.arm.method == best.arm.method && a.rate() >= best.rate() * (1.0 - knee_margin)
         })
         .min_by_key(|a| (a.arm.reads_in_flight(), a.arm.threads))
         .copied()
@@ -703,13 +706,12 @@ mod tests {
     #[test]
     fn statistics_and_prediction() {
         let a = ArmStats {
-            arm: Arm {
+            trials: vec![90.0, 110.0],
+            ..ArmStats::new(Arm {
                 method: Method::Sim,
                 threads: 1,
                 depth: 1,
-            },
-            trials: vec![90.0, 110.0],
-            dropped: None,
+            })
         };
         assert_eq!(a.mean(), 100.0);
         assert!((a.cv() - 0.141_42).abs() < 1e-4);

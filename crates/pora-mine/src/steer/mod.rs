@@ -356,7 +356,14 @@ impl Steering {
             .find(|s| s.index == chosen)
             .map(|s| s.outlook)
             .expect("the chosen candidate was scored");
-        let why = explain(&candidate, exploring, cached, cacheable, obs, &forecasts);
+        let why = explain(
+            &candidate,
+            exploring,
+            (cached, cacheable),
+            obs,
+            &forecasts,
+            &predicted,
+        );
         Decision {
             candidate,
             exploring,
@@ -535,14 +542,18 @@ impl Steering {
     }
 }
 
+/// The decision in one phrase: the choice, the cache and room it saw (`page_cache`: the cached
+/// and cacheable fractions), every candidate's forecast and, on a path through the cache, how
+/// often the chosen one's reads hit by the slot's end (the first slot's own reads fill it).
 fn explain(
     chosen: &Candidate,
     exploring: bool,
-    cached: f64,
-    cacheable: Option<f64>,
+    page_cache: (f64, Option<f64>),
     obs: &Observation,
     forecasts: &[CandidateForecast],
+    predicted: &Outlook,
 ) -> String {
+    let (cached, cacheable) = page_cache;
     let room = match cacheable {
         Some(c) => format!("room for {:.0}% of it", c * 100.0),
         None => "memory unknown".to_string(),
@@ -569,8 +580,17 @@ fn explain(
     } else {
         format!("auto: {}", chosen.method)
     };
+    let filling = if chosen.path == ReadPath::Direct {
+        String::new()
+    } else {
+        format!(
+            "; {} reads hit {:.0}% by the slot's end",
+            chosen.method,
+            predicted.next_hit_ratio_end * 100.0
+        )
+    };
     format!(
-        "{lead}: {:.0}% of the shard {seen}, {room}; predicted {}",
+        "{lead}: {:.0}% of the shard {seen}, {room}; predicted {}{filling}",
         cached * 100.0,
         each.join(", ")
     )

@@ -1,18 +1,25 @@
-//! The mining-power model behind `auto` between slots: how many samples a read path delivers in
-//! a slot given the device's reads/s, the share of the shard in the page cache now, the share
-//! it can grow to in the memory there is, and the CPU each sample costs.
+//! The mining-power model behind `auto` between slots, and the first slot's forecast that `pora
+//! tune`, `pora doctor` and `pora mine` print: how many samples a read path delivers in a slot
+//! given the device's reads/s, the share of the shard in the page cache now, the share it can
+//! grow to in the memory there is, and the CPU each sample costs.
 //!
-//! Reads are uniform over the shard, so a buffered read hits the page cache with probability
-//! equal to the cached fraction `f`; each miss costs the device one read and caches one more
-//! page, so `f` grows by `1 / pages` per miss up to the cacheable fraction (the memory the
-//! cache can grow into over the shard's size; LRU under uniform access keeps exactly that
-//! share). A direct read always costs the device one read and caches nothing. A slot is
-//! integrated in small steps; no clocks or I/O here, so the model is tested on its own.
+//! Reads are uniform over the shard's pages, so a buffered read hits the page cache with
+//! probability equal to the cached fraction `f`. Each miss costs the device one read and brings
+//! one page into the cache (every file pora reads through the cache is opened with
+//! `POSIX_FADV_RANDOM` or mapped with `MADV_RANDOM`: no read-ahead, one 4 KiB page per miss), so
+//! over the slot's reads `df/dn = (1 - f) / pages`: after `n` reads from `f0`,
+//! `f = 1 - (1 - f0) e^(-n / pages)` (for a cold shard, the share of distinct pages `n` uniform
+//! reads touch), up to the cacheable fraction (the memory the cache can grow into over the
+//! shard's size; LRU under uniform access keeps exactly that share). Samples come at
+//! `min(device reads/s / (1 - f), CPUs / CPU seconds per sample)`: the misses at the device's
+//! cold rate, overlapped with the hits served at the CPU's rate. A direct read always costs the
+//! device one read and caches nothing, so a direct path, or a shard far larger than memory (the
+//! cacheable fraction near what is cached), keeps the cold forecast. A slot is integrated in
+//! closed form, phase by phase (the device bounds, then the CPU, then the cache is full); no
+//! clocks or I/O here, so the model is tested on its own.
 
 /// The page size the model counts in (Linux and Windows cache 4 KiB pages).
 pub(crate) const PAGE_BYTES: f64 = 4096.0;
-/// Integration steps per slot.
-const STEPS: usize = 48;
 
 /// How a method reads, as far as the model cares: stated by each method in pora-io
 /// ([`pora_io::Method::read_path`]).
@@ -48,47 +55,101 @@ pub(crate) struct SlotShape {
 pub(crate) struct SlotForecast {
     /// Nonces tried over nonces asked, 0..1.
     pub mining_power: f64,
-    /// The cached fraction when the slot ends.
+    /// The cached fraction when the slot ends: the chance that a read at the slot's end hits
+    /// (0 on a direct path, which never reads from the cache).
     pub cached_fraction_end: f64,
     /// The hit ratio over the slot's reads.
     pub hit_ratio: f64,
 }
 
-/// One slot on `path` from `shape`.
+/// Below this gap to the cacheable fraction the cache counts as full (float dust).
+const FULL_EPSILON: f64 = 1e-12;
+
+/// One slot on `path` from `shape`, integrated in closed form: while the cache fills, `f` after
+/// `n` more reads is `1 - (1 - f) e^(-n / pages)` whatever sets the pace, and the time those
+/// reads take is their misses over the device's rate (device-bound) or the reads over the
+/// CPU's rate (CPU-bound); once full, the rate holds.
 pub(crate) fn forecast(path: ReadPath, rates: &PathRates, shape: &SlotShape) -> SlotForecast {
-    let dt = shape.slot_sec / STEPS as f64;
-    let cpu_rate = shape.cpus / rates.cpu_sec_per_sample.max(1e-9);
-    let mut f = shape.cached_fraction.min(shape.cacheable_fraction).max(0.0);
-    let (mut done, mut hits) = (0.0f64, 0.0f64);
-    for _ in 0..STEPS {
-        let hit = match path {
-            ReadPath::Direct => 0.0,
-            ReadPath::Buffered | ReadPath::Mapped => f,
-        };
-        let device_rate = if hit >= 0.999_999 {
-            f64::INFINITY
-        } else {
-            rates.device_reads_per_sec / (1.0 - hit)
-        };
-        let take = device_rate.min(cpu_rate) * dt;
-        let take = take.min(shape.samples_needed - done);
-        done += take;
-        hits += take * hit;
-        if path != ReadPath::Direct && shape.pages > 0.0 {
-            f = (f + take * (1.0 - hit) / shape.pages).min(shape.cacheable_fraction);
-        }
-        if done >= shape.samples_needed {
+    let pages = shape.pages.max(0.0);
+    let cap = shape.cacheable_fraction.clamp(0.0, 1.0);
+    let device = rates.device_reads_per_sec.max(0.0);
+    let cpu = shape.cpus.max(0.0) / rates.cpu_sec_per_sample.max(1e-12);
+    let need = shape.samples_needed.max(0.0);
+    // The cached fraction from which hits come faster than the CPUs take them.
+    let cpu_from = if cpu > device {
+        1.0 - device / cpu
+    } else {
+        0.0
+    };
+    let fills = path != ReadPath::Direct && pages > 0.0;
+    let mut f = match path {
+        ReadPath::Direct => 0.0,
+        ReadPath::Buffered | ReadPath::Mapped => shape.cached_fraction.clamp(0.0, cap),
+    };
+    let (mut t, mut done, mut hits) = (0.0f64, 0.0f64, 0.0f64);
+    // At most three phases: device-bound filling, CPU-bound filling, full.
+    for _ in 0..3 {
+        let left_sec = shape.slot_sec - t;
+        if left_sec <= 0.0 || done >= need {
             break;
         }
+        // Samples/s with a share `f` of hits: misses at the device's rate, hits overlapped.
+        let rate = if f >= 1.0 - FULL_EPSILON {
+            cpu
+        } else {
+            (device / (1.0 - f)).min(cpu)
+        };
+        if !fills || f >= cap - FULL_EPSILON || rate <= 0.0 {
+            let take = (rate * left_sec).min(need - done);
+            done += take;
+            hits += take * f;
+            break;
+        }
+        let device_bound = f < cpu_from - FULL_EPSILON;
+        // The cached fraction this phase ends at: full, or where the CPU takes over.
+        let until = if device_bound { cap.min(cpu_from) } else { cap };
+        // Reads and seconds to reach it, then cut to the time and the samples left.
+        let reads_to = pages * ((1.0 - f) / (1.0 - until)).ln();
+        let sec_of = |reads: f64, f_end: f64| {
+            if device_bound {
+                (f_end - f) * pages / device
+            } else {
+                reads / cpu
+            }
+        };
+        let mut reads = reads_to.min(need - done);
+        let mut f_end = 1.0 - (1.0 - f) * (-reads / pages).exp();
+        if sec_of(reads, f_end) > left_sec {
+            (reads, f_end) = if device_bound {
+                let f_end = f + device * left_sec / pages;
+                (pages * ((1.0 - f) / (1.0 - f_end)).ln(), f_end)
+            } else {
+                let reads = cpu * left_sec;
+                (reads, 1.0 - (1.0 - f) * (-reads / pages).exp())
+            };
+        }
+        let f_end = f_end.min(cap);
+        t += sec_of(reads, f_end).min(left_sec);
+        done += reads;
+        hits += reads - (f_end - f) * pages;
+        f = if f_end >= until - FULL_EPSILON {
+            until
+        } else {
+            f_end
+        };
     }
     SlotForecast {
-        mining_power: if shape.samples_needed > 0.0 {
-            (done / shape.samples_needed).min(1.0)
+        mining_power: if need > 0.0 {
+            (done / need).min(1.0)
         } else {
             1.0
         },
         cached_fraction_end: f,
-        hit_ratio: if done > 0.0 { hits / done } else { 0.0 },
+        hit_ratio: if done > 0.0 {
+            (hits / done).clamp(0.0, 1.0)
+        } else {
+            0.0
+        },
     }
 }
 
@@ -126,16 +187,22 @@ pub(crate) fn outlook(
         horizon_mean: sum / horizon as f64,
         steady: last.mining_power,
         next_hit_ratio: next.hit_ratio,
+        next_hit_ratio_end: next.cached_fraction_end,
     }
 }
 
 /// What choosing a path now is expected to earn.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outlook {
+    /// Mining power of the next slot.
     pub next: f64,
     pub horizon_mean: f64,
     pub steady: f64,
+    /// The hit ratio over the next slot's reads.
     pub next_hit_ratio: f64,
+    /// The chance that a read hits the cache at the next slot's end (the cached fraction then;
+    /// 0 on a direct path).
+    pub next_hit_ratio_end: f64,
 }
 
 #[cfg(test)]
@@ -160,6 +227,84 @@ mod tests {
         device_reads_per_sec: 85_000.0,
         cpu_sec_per_sample: 1.4e-6,
     };
+
+    /// The first slot worked by hand. A 1 GiB shard is 262,144 pages of 4 KiB; the device
+    /// serves 20,000 cold reads/s; the CPUs are never the limit; a slot of 12 s asks 2^21
+    /// samples (more than it can read). Buffered, cold, with room for all of it:
+    ///
+    /// - each miss caches one page and the device serves misses at 20,000/s, so in 12 s it makes
+    ///   240,000 misses and the cache ends at 240,000 / 262,144 = 0.915527 of the shard: the
+    ///   chance that the slot's last read hits;
+    /// - the share of distinct pages `n` uniform reads touch is `1 - e^(-n / pages)`, so the slot
+    ///   read n = 262,144 x ln(1 / (1 - 0.915527)) = 262,144 x 2.471327 = 647,844 samples:
+    ///   mining power 647,844 / 2,097,152 = 0.308916, hit ratio over the slot
+    ///   1 - 240,000 / 647,844 = 0.629540;
+    /// - cold, as a direct path reads it: 240,000 / 2,097,152 = 0.114441.
+    ///
+    /// With room for half the shard (a memory cgroup): the cache fills to 0.5 after
+    /// 0.5 x 262,144 / 20,000 = 6.5536 s and 262,144 x ln 2 = 181,704 reads; then every read
+    /// hits with chance 0.5, so 40,000 samples/s for the 5.4464 s left (217,856): 399,560 in
+    /// all, mining power 0.190525, the last read hitting with chance 0.5.
+    #[test]
+    fn the_first_slot_worked_by_hand() {
+        let shape = |cacheable: f64| SlotShape {
+            pages: 262_144.0,
+            cached_fraction: 0.0,
+            cacheable_fraction: cacheable,
+            samples_needed: 2_097_152.0,
+            slot_sec: 12.0,
+            cpus: 2.0,
+        };
+        let rates = PathRates {
+            device_reads_per_sec: 20_000.0,
+            cpu_sec_per_sample: 1e-12,
+        };
+        let close = |got: f64, want: f64| (got - want).abs() < 2e-6;
+        let fits = forecast(ReadPath::Buffered, &rates, &shape(1.0));
+        assert!(close(fits.cached_fraction_end, 0.915_527), "{fits:?}");
+        assert!(close(fits.mining_power, 0.308_916), "{fits:?}");
+        assert!(close(fits.hit_ratio, 0.629_540), "{fits:?}");
+        let direct = forecast(ReadPath::Direct, &rates, &shape(1.0));
+        assert!(close(direct.mining_power, 0.114_441), "{direct:?}");
+        assert_eq!((direct.hit_ratio, direct.cached_fraction_end), (0.0, 0.0));
+        let half = forecast(ReadPath::Buffered, &rates, &shape(0.5));
+        assert!(close(half.mining_power, 0.190_525), "{half:?}");
+        assert!(close(half.cached_fraction_end, 0.5), "{half:?}");
+        // A shard far larger than memory (room for 1% of it) keeps about the cold forecast.
+        let large = forecast(ReadPath::Buffered, &rates, &shape(0.01));
+        assert!(
+            large.mining_power < direct.mining_power * 1.011,
+            "{large:?}"
+        );
+    }
+
+    /// Where the CPUs cap the cached reads the slot turns CPU-bound once the hits are fast
+    /// enough, and the cache keeps filling at the CPU's pace: checked against the same sum
+    /// taken in a million small steps.
+    #[test]
+    fn the_closed_form_matches_small_steps() {
+        let rates = PathRates {
+            device_reads_per_sec: 120_000.0,
+            cpu_sec_per_sample: 10e-6,
+        };
+        // 200,000 samples/s on 2 CPUs: device-bound until 40% is cached, CPU-bound after.
+        let s = SlotShape {
+            samples_needed: (8u64 << 20) as f64,
+            ..shape(0.1, 0.8)
+        };
+        let got = forecast(ReadPath::Buffered, &rates, &s);
+        let (steps, cpu) = (1_000_000, s.cpus / rates.cpu_sec_per_sample);
+        let dt = s.slot_sec / steps as f64;
+        let (mut f, mut done) = (s.cached_fraction, 0.0);
+        for _ in 0..steps {
+            let rate = (rates.device_reads_per_sec / (1.0 - f)).min(cpu);
+            done += rate * dt;
+            f = (f + rate * dt * (1.0 - f) / s.pages).min(s.cacheable_fraction);
+        }
+        let want = done / s.samples_needed;
+        assert!((got.mining_power - want).abs() < 1e-4, "{got:?} vs {want}");
+        assert!((got.cached_fraction_end - f).abs() < 1e-4, "{got:?} vs {f}");
+    }
 
     #[test]
     fn a_cold_shard_that_fits_in_memory_is_read_buffered() {

@@ -21,7 +21,7 @@ mod options;
 mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
-pub use forecast::{files_outlook, FilesOutlook, FirstSlot};
+pub use forecast::{files_outlook, files_outlook_on, FilesOutlook, FirstSlot};
 pub use open::{available_cpus, default_profile_path, open_shards};
 pub use options::{OpenOptions, ProfileSource};
 

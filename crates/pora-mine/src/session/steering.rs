@@ -301,6 +301,7 @@ impl PoolSide {
                 FACTS_WAIT.min(end_budget(request.deadline)),
             ),
             cpus: available_cpus() as f64,
+            workers_left_behind: report.stuck_backends,
         };
         let Some(steering) = self.steering.as_mut() else {
             return;

@@ -154,7 +154,11 @@ fn canned_device(file: &std::path::Path) -> FileDevices {
 fn the_runs_device_facts_reach_every_trial_and_the_profile() {
     let dir = tempfile::tempdir().unwrap();
     let file = shard_file(dir.path(), Address::default());
-    let mut input = sim_input(open_files_as_shards(&[file.clone()], None).unwrap(), 2, 100);
+    let mut input = sim_input(
+        open_files_as_shards(std::slice::from_ref(&file), None).unwrap(),
+        2,
+        100,
+    );
     input.devices = canned_device(&file);
     let opener = Opener {
         paths: std::slice::from_ref(&file),

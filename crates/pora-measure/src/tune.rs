@@ -16,6 +16,7 @@ pub mod record;
 pub mod search;
 
 use pora_core::{keccak::keccak256, ShardSet, H256};
+use pora_io::host::file_devices::FileDevices;
 use pora_io::host::page_cache;
 use pora_io::{BackendFactory, IoConfig, IoError, Method, SimConfig};
 use pora_mine::profile::{self, Measured, Profile, PROFILE_FORMAT};
@@ -51,6 +52,10 @@ pub struct TuneInput {
     pub random_checks: u32,
     /// Raw latency vs depth for the chosen method (for the chart).
     pub latency_curve: bool,
+    /// The devices under the shards' files, read once where the run starts (those it does not
+    /// cover are read when the run begins): every trial's `IoConfig`, the profile's fingerprint
+    /// and the forecast's queues take them from here, so a run reads each device once.
+    pub devices: FileDevices,
 }
 
 /// Something a running tune reports as it goes, for a progress display.
@@ -77,6 +82,8 @@ pub struct TuneOutcome {
     pub latency_curve: Vec<RawResult>,
     pub notes: Vec<String>,
     pub interrupted: bool,
+    /// The run's one reading of the devices under its files ([`TuneInput::devices`]).
+    pub devices: FileDevices,
 }
 
 /// The methods to sweep: the asked ones (`auto` standing for every method it chooses among,
@@ -110,16 +117,22 @@ pub fn pick_methods(asked: &[Method]) -> Vec<Method> {
 struct Opener<'a> {
     paths: &'a [PathBuf],
     sim: &'a SimConfig,
+    devices: &'a FileDevices,
 }
 
 impl Opener<'_> {
     fn open(&self, method: Method) -> Result<Arc<dyn BackendFactory>, IoError> {
-        let config = IoConfig {
+        pora_io::open(self.paths, &self.config(method))
+    }
+
+    /// What every trial and raw pass of `method` opens with: the run's device facts included.
+    fn config(&self, method: Method) -> IoConfig {
+        IoConfig {
             method,
             sim: self.sim.clone(),
+            devices: self.devices.clone(),
             ..IoConfig::default()
-        };
-        pora_io::open(self.paths, &config)
+        }
     }
 }
 
@@ -138,9 +151,13 @@ pub fn tune(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<TuneOutcome, TuneError> {
     let paths = Miner::paths(&input.shards);
+    let devices = input
+        .devices
+        .covering(&paths, &pora_io::host::Roots::default());
     let opener = Opener {
         paths: &paths,
         sim: &input.sim,
+        devices: &devices,
     };
     let mut notes = Vec::new();
     let mut methods = Vec::new();
@@ -230,6 +247,7 @@ pub fn tune(
         latency_curve,
         notes,
         interrupted,
+        devices,
     })
 }
 
@@ -540,7 +558,7 @@ pub fn steady_outlook(
                 .map(|r| (r.method, r.samples_per_sec)),
         )
         .collect();
-    pora_mine::session::files_outlook(files, shards, &rates)
+    pora_mine::session::files_outlook_on(files, &o.devices, shards, &rates)
 }
 
 /// The profile `pora mine` loads for `files`, from the knee of a finished run.
@@ -569,7 +587,7 @@ pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBu
                     .steady,
             ),
         },
-        fingerprint: profile::fingerprint(files),
+        fingerprint: profile::fingerprint_on(files, &o.devices),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::plot::{si, Chart, Series};
 use crate::signals;
 use anyhow::Context;
 use pora_core::ShardSet;
+use pora_io::host::file_devices::FileDevices;
 use pora_io::{Method, SimConfig};
 use pora_measure::open_files_as_shards;
 use pora_measure::shards::one_per_file_note;
@@ -86,10 +87,18 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     );
     check_limits(&args)?;
     let (shards, files) = given_shards(&args)?;
-    let devices = devices::by_device(shards.iter().map(|s| s.files[0].path.as_path()));
+    // The devices under every file, read once for the run: the grouping, every trial, the
+    // profile's fingerprint and the forecast take them from here.
+    let facts = FileDevices::read(
+        pora_mine::Miner::paths(&shards)
+            .iter()
+            .map(PathBuf::as_path),
+        &pora_io::host::Roots::default(),
+    );
+    let devices = devices::by_known(shards.iter().map(|s| s.files[0].path.as_path()), &facts);
     let stop = signals::install("tune");
     if devices.len() == 1 {
-        let device = tune_device(&args, shards, files, args.budget, stop)?;
+        let device = tune_device(&args, shards, files, &facts, args.budget, stop)?;
         return finish(&args, std::slice::from_ref(&device));
     }
     check_several_devices(&args, &devices)?;
@@ -104,7 +113,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             devices.len(),
             members.len()
         );
-        let mut device = tune_device(&args, members, files, budget, stop)?;
+        let mut device = tune_device(&args, members, files, &facts, budget, stop)?;
         device.label = Some(group.label());
         let interrupted = device.outcome.interrupted;
         done.push(device);
@@ -137,6 +146,7 @@ fn tune_device(
     args: &TuneArgs,
     shards: Vec<ShardSet>,
     files: Vec<PathBuf>,
+    facts: &FileDevices,
     budget: f64,
     stop: &'static std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<DeviceTune> {
@@ -156,6 +166,7 @@ fn tune_device(
         },
         random_checks: args.checks.random_checks,
         latency_curve: args.plot.is_some(),
+        devices: facts.clone(),
     };
     let ask = DeviceAsk {
         sharing: args.shards.unwrap_or(input.shards.len()),

@@ -179,6 +179,7 @@ mod tests {
             latency_curve: Vec::new(),
             notes: vec!["a note".into()],
             interrupted: false,
+            devices: Default::default(),
         };
         let p = Prediction::new(&outcome, 1, 2000.0);
         let v = serde_json::to_value(TuneRecord::new(&outcome, &p, None, None)).unwrap();

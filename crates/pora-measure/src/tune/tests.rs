@@ -61,6 +61,7 @@ fn sim_with_fixed_latency_picks_the_deepest_arm() {
         },
         random_checks: 2,
         latency_curve: true,
+        devices: FileDevices::default(),
     };
     let stop = AtomicBool::new(false);
     let out = tune(&input, &stop, &mut |_| {}).unwrap();
@@ -117,7 +118,71 @@ fn sim_input(shards: Vec<ShardSet>, max_depth: usize, latency_us: u32) -> TuneIn
         },
         random_checks: 2,
         latency_curve: false,
+        devices: FileDevices::default(),
     }
+}
+
+/// A canned device (7:250, model "canned disk"), no real one: what sysfs would say of a temporary
+/// directory is never this, so a fact seen here came from the run's reading.
+fn canned_device(file: &std::path::Path) -> FileDevices {
+    use pora_io::host::block_device::{DeviceFacts, LeafDisk, QueueFacts, ReadSpread};
+    let queue = QueueFacts::default();
+    let model = Some("canned disk".to_string());
+    let facts = DeviceFacts {
+        major: 7,
+        minor: 250,
+        name: "canned0".into(),
+        disk: "canned0".into(),
+        model: model.clone(),
+        queue: queue.clone(),
+        layers: Vec::new(),
+        leaves: vec![LeafDisk {
+            name: "canned0".into(),
+            model,
+            queue,
+            host_served: true,
+        }],
+        reads: ReadSpread::Disk(0),
+    };
+    FileDevices::from_facts([(file.to_path_buf(), Some(facts))])
+}
+
+/// A tune run reads the devices once, where it starts: the facts it is given reach every
+/// trial's `IoConfig`, the profile's fingerprint and the outcome the forecast reads, and no part
+/// of the run reads the real device of the file again.
+#[test]
+fn the_runs_device_facts_reach_every_trial_and_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = shard_file(dir.path(), Address::default());
+    let mut input = sim_input(
+        open_files_as_shards(std::slice::from_ref(&file), None).unwrap(),
+        2,
+        100,
+    );
+    input.devices = canned_device(&file);
+    let opener = Opener {
+        paths: std::slice::from_ref(&file),
+        sim: &input.sim,
+        devices: &input.devices,
+    };
+    for method in [Method::Sim, Method::UringDirect, Method::Pread] {
+        let config = opener.config(method);
+        let facts = config.devices.facts(&file).map(|f| (f.major, f.minor));
+        assert_eq!(facts, Some((7, 250)), "{method}'s trials");
+    }
+    let stop = AtomicBool::new(false);
+    let out = tune(&input, &stop, &mut |_| {}).unwrap();
+    assert_eq!(
+        out.devices.facts(&file).and_then(|f| f.model.as_deref()),
+        Some("canned disk"),
+        "the outcome carries the run's reading"
+    );
+    let c = out.choice.clone().expect("a choice");
+    let p = Prediction::new(&out, 1, 1000.0);
+    let fingerprint = make_profile(&out, &c, &p, std::slice::from_ref(&file)).fingerprint;
+    let f = &fingerprint.files[0];
+    assert_eq!(f.device.as_deref(), Some("7:250"), "{f:?}");
+    assert_eq!(f.model.as_deref(), Some("canned disk"), "{f:?}");
 }
 
 #[test]
@@ -327,6 +392,7 @@ impl TrialRunner for TwoPathsOnSim<'_> {
         let opener = Opener {
             paths: self.paths,
             sim: &sim,
+            devices: &FileDevices::default(),
         };
         let mut runner = MiningRunner {
             shards: self.shards,
@@ -402,6 +468,7 @@ fn a_slow_spell_on_the_knees_extra_trials_does_not_flip_the_methods() {
         latency_curve: Vec::new(),
         notes: Vec::new(),
         interrupted: false,
+        devices: FileDevices::default(),
     };
     let rates = best_by_method(&outcome);
     assert_eq!(rates[0].method, Method::UringDirect, "{rates:?}");

@@ -7,6 +7,7 @@ use super::knobs::{default_knobs, DeviceQueues};
 use super::open::{candidates, path_rates, total_file_bytes, Tuned};
 use super::steering::{cache_room, cached_fraction, observe};
 use crate::steer::{Decision, RateSource, Steering};
+use pora_io::host::file_devices::FileDevices;
 use pora_io::host::memory::CacheRoom;
 use pora_io::Method;
 use serde::Serialize;
@@ -29,10 +30,22 @@ pub struct FilesOutlook {
 /// their bytes), with a tune profile's cold samples/s per method for the whole device (its
 /// chosen method first). The mining power is per shard: each shard's share of its own nonces.
 pub fn files_outlook(paths: &[PathBuf], shards: usize, profiled: &[(Method, f64)]) -> FilesOutlook {
+    files_outlook_on(paths, &FileDevices::default(), shards, profiled)
+}
+
+/// [`files_outlook`] with the devices under `paths` already read (a tune run's one reading;
+/// those `devices` does not cover are read now).
+pub fn files_outlook_on(
+    paths: &[PathBuf],
+    devices: &FileDevices,
+    shards: usize,
+    profiled: &[(Method, f64)],
+) -> FilesOutlook {
     let file_bytes = total_file_bytes(paths);
     let room = cache_room();
     let cached_fraction = cached_fraction(paths, file_bytes);
-    let queues = DeviceQueues::of(paths);
+    let devices = devices.covering(paths, &pora_io::host::Roots::default());
+    let queues = DeviceQueues::on(&devices, paths);
     // The profile's method stands for its read path, as in a session opened with it.
     let tuned = profiled.first().map(|&(method, _)| {
         let (threads, depth) = default_knobs(method, false, &queues, None);

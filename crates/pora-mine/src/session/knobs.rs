@@ -47,15 +47,6 @@ pub(crate) struct DeviceQueues {
 }
 
 impl DeviceQueues {
-    /// The devices under `paths`, read now (for callers outside a session: the forecast).
-    pub(crate) fn of(paths: &[PathBuf]) -> Self {
-        let roots = pora_io::host::Roots::default();
-        Self::on(
-            &FileDevices::read(paths.iter().map(PathBuf::as_path), &roots),
-            paths,
-        )
-    }
-
     /// The devices under every one of `paths` as `devices` read them (a session's one reading),
     /// threads running on this machine's CPUs.
     pub(crate) fn on(devices: &FileDevices, paths: &[PathBuf]) -> Self {

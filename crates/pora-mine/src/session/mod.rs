@@ -21,7 +21,7 @@ mod options;
 mod steering;
 
 pub use crate::records::{choice_for, Choice, SteeringRecord};
-pub use forecast::{files_outlook, FilesOutlook, FirstSlot};
+pub use forecast::{files_outlook, files_outlook_on, FilesOutlook, FirstSlot};
 pub use open::{available_cpus, default_profile_path, open_shards};
 pub use options::{OpenOptions, ProfileSource};
 
@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 pub(crate) use steering::PoolSide;
-use steering::{cache_room, SlotFacts};
+use steering::{cache_room, workers_left_behind, SlotFacts};
 
 /// Shards opened for mining: the miner, what was chosen for each device, and notes for the user
 /// (a profile that was found stale, say).
@@ -239,12 +239,12 @@ impl Session {
                 io, shards, side, ..
             } = pool;
             let Some(side) = side.as_mut() else {
-                reads_before.push((None, None));
+                reads_before.push((None, None, 0));
                 continue;
             };
             let shards = shards.len();
             side.steer(&mut |new| swap_checked(io, new, shards, config), &facts);
-            reads_before.push((side.device_reads(), io.factory().cache_reads()));
+            reads_before.push((side.device_reads(), io.factory().cache_reads(), io.stuck()));
         }
         let mut all_stops = stops.to_vec();
         all_stops.push(&self.cancel);
@@ -254,8 +254,9 @@ impl Session {
                 (Some(a), Some(b)) => Some(b.since(a)),
                 _ => None,
             };
+            let left_behind = workers_left_behind(before.2, pool.io.stuck(), pool.io.workers_cap());
             if let Some(side) = pool.side.as_mut() {
-                side.learn(&report, request, before.0, cache_reads);
+                side.learn(&report, request, before.0, cache_reads, left_behind);
             }
         }
         let choices: Vec<Choice> = pools

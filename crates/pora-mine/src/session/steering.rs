@@ -254,13 +254,15 @@ impl PoolSide {
 
     /// After a slot: what the pool's slot achieved, for the model, and the measured hit ratio
     /// into the record. `reads_before` is the device's read counter before the slot;
-    /// `cache_reads` what the pool's backends classified during it (Windows).
+    /// `cache_reads` what the pool's backends classified during it (Windows);
+    /// `workers_left_behind` the pool's workers the slot left stuck or mined without.
     pub fn learn(
         &mut self,
         report: &SlotReport,
         request: &SlotRequest,
         reads_before: Option<u64>,
         cache_reads: Option<CacheReads>,
+        workers_left_behind: u64,
     ) {
         // A slot that had no time (its deadline passed before it started) says nothing about
         // the device.
@@ -301,6 +303,7 @@ impl PoolSide {
                 FACTS_WAIT.min(end_budget(request.deadline)),
             ),
             cpus: available_cpus() as f64,
+            workers_left_behind,
         };
         let Some(steering) = self.steering.as_mut() else {
             return;
@@ -381,4 +384,39 @@ fn end_budget(deadline: Instant) -> Duration {
 /// The memory the page cache can grow into, where the OS tells.
 pub(crate) fn cache_room() -> Option<CacheRoom> {
     pora_io::host::memory::cache_room_here().ok()
+}
+
+/// The workers a slot of a pool left stuck in reads (away at its end and not before it), and
+/// those it mined without: away before it beyond what replacements make up, the pool having
+/// at most `workers_cap` (twice its threads) workers in all.
+pub(crate) fn workers_left_behind(
+    stuck_before: usize,
+    stuck_after: usize,
+    workers_cap: usize,
+) -> u64 {
+    let threads = workers_cap / 2;
+    (stuck_after.saturating_sub(stuck_before) + stuck_before.saturating_sub(threads)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers_left_behind;
+
+    /// Two threads, a cap of four workers: by hand.
+    #[test]
+    fn a_slot_is_short_when_workers_stick_in_it_or_too_many_are_away() {
+        assert_eq!(workers_left_behind(0, 0, 4), 0, "a healthy slot");
+        assert_eq!(workers_left_behind(0, 2, 4), 2, "two stuck in this slot");
+        assert_eq!(
+            workers_left_behind(2, 2, 4),
+            0,
+            "two away, two replacements mined"
+        );
+        assert_eq!(workers_left_behind(2, 0, 4), 0, "the stuck came back");
+        assert_eq!(
+            workers_left_behind(3, 3, 4),
+            1,
+            "three away: one thread had no worker"
+        );
+    }
 }

@@ -144,6 +144,10 @@ pub(crate) struct SlotOutcome {
     /// The cached fraction at the end of the slot, where the OS tells.
     pub cached_fraction_end: Option<f64>,
     pub cpus: f64,
+    /// Workers the slot left behind, stuck in reads the device has not given back (a stalled
+    /// file system): the slot mined with fewer workers than its threads, so its rate measures
+    /// the stall, not the path, and it teaches no rate.
+    pub workers_left_behind: u64,
 }
 
 /// One pool's steering: its candidates, what is known of each path, what it runs now.
@@ -499,7 +503,8 @@ impl Steering {
             },
         };
         let i = path_index(candidate.path);
-        if outcome.read_limited && outcome.elapsed_sec > 0.0 && samples > 0.0 {
+        let full_pool = outcome.workers_left_behind == 0;
+        if full_pool && outcome.read_limited && outcome.elapsed_sec > 0.0 && samples > 0.0 {
             let misses_per_sec = samples * (1.0 - hit_ratio.unwrap_or(0.0)) / outcome.elapsed_sec;
             let slots = self.slots;
             let state = &mut self.paths[i];
@@ -522,7 +527,8 @@ impl Steering {
                     other.rates.device_reads_per_sec = misses_per_sec;
                 }
             }
-        } else if outcome.mining_power >= 0.999
+        } else if full_pool
+            && outcome.mining_power >= 0.999
             && hit_ratio.is_some_and(|h| h >= 0.95)
             && outcome.elapsed_sec > 0.0
             && samples > 0.0
@@ -655,7 +661,41 @@ mod tests {
             cache_hit_ratio: None,
             cached_fraction_end: Some(end),
             cpus: 2.0,
+            workers_left_behind: 0,
         }
+    }
+
+    /// A read-limited slot that left workers stuck in a stalled file system measured the stall:
+    /// it changes no learnt rate, where the same slot with every worker back does.
+    #[test]
+    fn a_slot_that_left_workers_behind_teaches_no_rate() {
+        let buffered = path_index(ReadPath::Buffered);
+        let learnt = |left_behind: u64| {
+            let mut s = Steering::new(candidates(), &[]);
+            s.probed(ReadPath::Buffered, 100_000.0);
+            s.probed(ReadPath::Direct, 100_000.0);
+            s.decide(&observe(0.0, 0.1));
+            assert_eq!(s.current().path, ReadPath::Buffered);
+            // 120k samples in 12 s, every one a miss: 10k reads/s, a tenth of the probe.
+            s.learn(&SlotOutcome {
+                workers_left_behind: left_behind,
+                ..limited(120_000, 120_000, 0.0)
+            });
+            (
+                s.paths[buffered].rates.device_reads_per_sec,
+                s.paths[buffered].source,
+            )
+        };
+        assert_eq!(
+            learnt(0),
+            (10_000.0, RateSource::Measured),
+            "a normal slot teaches"
+        );
+        assert_eq!(
+            learnt(3),
+            (100_000.0, RateSource::Probed),
+            "a stalled slot does not"
+        );
     }
 
     /// A nonce range no device reads in one slot: every candidate's forecast is near 0, and

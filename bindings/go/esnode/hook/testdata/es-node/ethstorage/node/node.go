@@ -14,6 +14,9 @@ import (
 	"github.com/ethstorage/go-ethstorage/ethstorage/miner"
 )
 
+// es-node's node.go imports fmt for errors of its own; the hook's block in initMiner uses it.
+var _ = fmt.Errorf
+
 // EsNode is the node: what initMiner reads and makes.
 type EsNode struct {
 	lg             log.Logger
@@ -26,8 +29,10 @@ type EsNode struct {
 func New(ctx context.Context, cfg *Config, sm *ethstorage.StorageManager,
 	cache downloader.BlobCache, lg log.Logger) (*EsNode, error) {
 	n := &EsNode{lg: lg, storageManager: sm, blobCache: cache}
+	// es-node passes initMiner's error on with no prefix of its own, after logging it.
 	if err := n.initMiner(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("init miner: %w", err)
+		lg.Error("Error initializing the rollup node", "err", err)
+		return nil, err
 	}
 	return n, nil
 }

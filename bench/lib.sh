@@ -44,6 +44,14 @@ evict() {
     fi
 }
 
+# disk_of FILE: the whole disk under FILE as MAJ:MIN (blkio throttles disks, not partitions).
+disk_of() {
+    local src parent
+    src=$(findmnt -nvo SOURCE --target "$1")
+    parent=$(lsblk -ndo PKNAME "$src" 2>/dev/null || true)
+    lsblk -ndo MAJ:MIN "${parent:+/dev/$parent}${parent:-$src}" | tr -d ' '
+}
+
 # stall_rules FILE "EIO_KVS" "SLOW_KVS": pora-faultfs rules for a shard of 128 KiB KVs after its
 # 4 KiB header: EIO for reads inside each KV of EIO_KVS, answers after 8 s inside each of
 # SLOW_KVS (the stalled-disk table of docs/RELIABILITY.md).

@@ -39,14 +39,6 @@ make_cgroup() { # name limit_bytes
   echo "$dir"
 }
 
-# The whole disk under FILE, as MAJ:MIN (blkio throttles disks, not partitions).
-disk_of() {
-  local src parent
-  src=$(findmnt -nvo SOURCE --target "$1")
-  parent=$(lsblk -ndo PKNAME "$src" 2>/dev/null || true)
-  lsblk -ndo MAJ:MIN "${parent:+/dev/$parent}${parent:-$src}" | tr -d ' '
-}
-
 lift_after_third_slot() { # blkio_dir records_file disk: lifts the throttle once three slot
   # records are out
   (

@@ -601,7 +601,7 @@ pub fn profile_finding(files: &[PathBuf]) -> Finding {
 /// all sharing the device's reads.
 pub fn steady_state_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding {
     let profiled = match profile::lookup(files, None) {
-        Ok(profile::Lookup::Use { profile: p, .. }) => profile_rates(&p),
+        Ok(profile::Lookup::Use { profile: p, .. }) => p.rates(),
         _ => Vec::new(),
     };
     let shards = open_files_as_shards(files, kv_entries_bits).map_or(1, |s| s.len());
@@ -664,18 +664,6 @@ pub fn steady_state_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> 
         format!("{msg}; the whole shard fits"),
         None,
     )
-}
-
-/// A profile's cold samples/s per method, its chosen method first.
-pub fn profile_rates(p: &profile::Profile) -> Vec<(pora_io::Method, f64)> {
-    std::iter::once((p.method, p.measured.samples_per_sec))
-        .chain(
-            p.measured
-                .by_method
-                .iter()
-                .map(|r| (r.method, r.samples_per_sec)),
-        )
-        .collect()
 }
 
 fn join(files: &[PathBuf]) -> String {

@@ -14,6 +14,7 @@ pub mod paired;
 pub mod raw;
 pub mod record;
 pub mod search;
+pub mod sustained;
 
 use pora_core::{keccak::keccak256, ShardSet, H256};
 use pora_io::host::file_devices::FileDevices;
@@ -84,6 +85,9 @@ pub struct TuneOutcome {
     pub interrupted: bool,
     /// The run's one reading of the devices under its files ([`TuneInput::devices`]).
     pub devices: FileDevices,
+    /// Each read path's arm read for longer after the sweep ([`sustained`]): the cold rates the
+    /// first slot's forecast starts from.
+    pub sustained: Vec<sustained::SustainedRate>,
 }
 
 /// The methods to sweep: the asked ones (`auto` standing for every method it chooses among,
@@ -194,8 +198,12 @@ pub fn tune(
     } else {
         0.0
     };
-    let sweep_budget =
-        (input.budget_sec - 4.0 * raw.seconds - curve_sec).max(input.budget_sec * 0.5);
+    let sustained_sec = sustained::sustained_sec(input.budget_sec);
+    let sweep_budget = (input.budget_sec
+        - 4.0 * raw.seconds
+        - curve_sec
+        - sustained::READ_PATHS as f64 * sustained_sec)
+        .max(input.budget_sec * 0.5);
     let plan = SweepPlan::for_budget(sweep_budget, arms);
     let mut runner = MiningRunner {
         shards: &input.shards,
@@ -231,6 +239,20 @@ pub fn tune(
     let mut interrupted = sweep.interrupted || stop.load(Ordering::Relaxed);
     let mut knee_latency = None;
     let mut latency_curve = Vec::new();
+    let mut sustained = Vec::new();
+    if let (Some(c), false) = (&choice, interrupted) {
+        let (pages, cacheable) = pages_and_cacheable(&paths);
+        let arms = sustained::arms_per_path(c, &sweep.arms);
+        match sustained::measure(&mut runner, &arms, sustained_sec, pages, cacheable) {
+            Ok(rates) => sustained = rates,
+            Err(_) => interrupted = true,
+        }
+        for r in &sustained {
+            let line = r.line();
+            on_event(Event::Note(&line));
+            notes.push(line);
+        }
+    }
     if let (Some(c), false) = (&choice, interrupted) {
         let k = c.knee.arm;
         knee_latency = raw.pass(k.method, k.threads, k.depth, raw.seconds, &mut notes);
@@ -238,6 +260,11 @@ pub fn tune(
             latency_curve = latency_sweep(c, &raw, input.limits, &mut notes);
         }
         interrupted = stop.load(Ordering::Relaxed);
+    }
+    // The trials' pages leave with them: the forecast (and a `pora mine` started next) sees the
+    // files as cold as every trial began, not the last trial's share of them.
+    if let Some(c) = &choice {
+        evict_all(&paths, c.knee.arm.method);
     }
     Ok(TuneOutcome {
         sweep,
@@ -248,7 +275,23 @@ pub fn tune(
         notes,
         interrupted,
         devices,
+        sustained,
     })
+}
+
+/// The files' 4 KiB pages and the share of them the memory the page cache can grow into holds
+/// (all of them where the OS does not tell), as the first slot's model counts them.
+fn pages_and_cacheable(paths: &[PathBuf]) -> (f64, f64) {
+    let bytes = files_bytes(paths) as f64;
+    let room = pora_io::host::memory::cache_room_here().map_or(bytes, |r| r.room_bytes as f64);
+    (
+        bytes / 4096.0,
+        if bytes > 0.0 {
+            (room / bytes).min(1.0)
+        } else {
+            1.0
+        },
+    )
 }
 
 impl RawPasses<'_> {
@@ -390,13 +433,16 @@ fn latency_sweep(
 /// ([`pora_io::host::memory::cache_room_here`]: `MemAvailable` within the memory cgroup's limit,
 /// v1 or v2), so inside a 1 GiB cgroup 4 GiB of files do not "fit" whatever the machine has.
 fn fits_in_memory_note(paths: &[PathBuf]) -> Option<String> {
-    let total: u64 = paths
+    let room = pora_io::host::memory::cache_room_here().ok()?;
+    fits_in_memory(files_bytes(paths), &room)
+}
+
+fn files_bytes(paths: &[PathBuf]) -> u64 {
+    paths
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
-        .sum();
-    let room = pora_io::host::memory::cache_room_here().ok()?;
-    fits_in_memory(total, &room)
+        .sum()
 }
 
 /// [`fits_in_memory_note`] for `total` bytes of files and the memory facts `room`.
@@ -551,7 +597,11 @@ pub fn steady_outlook(
     files: &[PathBuf],
     shards: usize,
 ) -> pora_mine::session::FilesOutlook {
-    let rates: Vec<(pora_io::Method, f64)> = std::iter::once((c.knee.arm.method, c.knee.rate()))
+    let rates: Vec<(pora_io::Method, f64)> = o
+        .sustained
+        .iter()
+        .map(|r| (r.arm.method, r.cold_reads_per_sec))
+        .chain(std::iter::once((c.knee.arm.method, c.knee.rate())))
         .chain(
             best_by_method(o)
                 .iter()
@@ -580,6 +630,14 @@ pub fn make_profile(o: &TuneOutcome, c: &Choice, p: &Prediction, files: &[PathBu
             device_ceiling_iops: o.ceiling.as_ref().map(|x| x.iops),
             predicted_mining_power: p.power,
             by_method: best_by_method(o),
+            sustained: o
+                .sustained
+                .iter()
+                .map(|r| pora_mine::profile::MethodRate {
+                    method: r.arm.method,
+                    samples_per_sec: r.cold_reads_per_sec,
+                })
+                .collect(),
             predicted_steady_mining_power: Some(
                 steady_outlook(o, c, files, p.shards)
                     .decision

@@ -70,6 +70,11 @@ pub struct Measured {
     /// from for each read path (`auto`, docs/mining.md). Absent in profiles written before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_method: Vec<MethodRate>,
+    /// Per read path, the cold samples/s (every sample a device read) of the arm it mines with,
+    /// read for longer after the sweep: the rates the first slot is forecast from, ahead of the
+    /// sweep's (`pora tune`'s sustained read, docs/mining.md). Absent in profiles written before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sustained: Vec<MethodRate>,
     /// `auto`'s forecast once the page cache has settled, with the memory there was at tuning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_steady_mining_power: Option<f64>,
@@ -108,6 +113,19 @@ pub struct FileFingerprint {
 }
 
 impl Profile {
+    /// The cold samples/s per method a session and the forecasts start from: the sustained
+    /// reads first (one per read path), then the chosen method's sweep rate, then each
+    /// method's best in the sweep (the first rate of each read path is the one used).
+    pub fn rates(&self) -> Vec<(Method, f64)> {
+        let m = &self.measured;
+        m.sustained
+            .iter()
+            .map(|r| (r.method, r.samples_per_sec))
+            .chain(std::iter::once((self.method, m.samples_per_sec)))
+            .chain(m.by_method.iter().map(|r| (r.method, r.samples_per_sec)))
+            .collect()
+    }
+
     /// Whether the profile was measured on these same files, device and file system.
     pub fn matches(&self, now: &Fingerprint) -> bool {
         self.mismatch(now).is_none()
@@ -361,6 +379,10 @@ mod tests {
                     },
                 ],
                 predicted_steady_mining_power: Some(1.0),
+                sustained: vec![MethodRate {
+                    method: Method::UringDirect,
+                    samples_per_sec: 99_000.5,
+                }],
             },
             fingerprint: fingerprint(std::slice::from_ref(&file)),
         };

@@ -42,6 +42,9 @@ pub struct TuneRecord<'a> {
     /// Arms rated against an untrusted knee on trials taken back to back, each with its
     /// per-round ratios and whether they disagree beyond the knee margin.
     pub paired_trials: &'a [super::paired::Comparison],
+    /// Each read path's arm read for longer after the sweep, and the cold rate it showed: what
+    /// the first slot's forecast starts from.
+    pub sustained: &'a [super::sustained::SustainedRate],
 }
 
 /// `auto`'s forecast after a tune run: the method it starts with, the first slot (cold at its
@@ -143,6 +146,7 @@ impl<'a> TuneRecord<'a> {
             profile: profile.map(|p| p.display().to_string()),
             forecast: forecast.map(TuneForecast::new),
             paired_trials: &o.sweep.paired,
+            sustained: &o.sustained,
         }
     }
 }
@@ -180,6 +184,7 @@ mod tests {
             notes: vec!["a note".into()],
             interrupted: false,
             devices: Default::default(),
+            sustained: Vec::new(),
         };
         let p = Prediction::new(&outcome, 1, 2000.0);
         let v = serde_json::to_value(TuneRecord::new(&outcome, &p, None, None)).unwrap();
@@ -211,7 +216,8 @@ mod tests {
                 "interrupted",
                 "profile",
                 "forecast",
-                "pairedTrials"
+                "pairedTrials",
+                "sustained"
             ]
         );
         // Depth 8 is within 3% of depth 16's mean, so it is the knee; 16 is the best.

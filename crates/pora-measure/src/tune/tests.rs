@@ -469,6 +469,7 @@ fn a_slow_spell_on_the_knees_extra_trials_does_not_flip_the_methods() {
         notes: Vec::new(),
         interrupted: false,
         devices: FileDevices::default(),
+        sustained: Vec::new(),
     };
     let rates = best_by_method(&outcome);
     assert_eq!(rates[0].method, Method::UringDirect, "{rates:?}");

@@ -234,14 +234,7 @@ fn find_profile(
                 method: p.method,
                 threads: p.threads,
                 depth: p.depth,
-                rates: std::iter::once((p.method, p.measured.samples_per_sec))
-                    .chain(
-                        p.measured
-                            .by_method
-                            .iter()
-                            .map(|r| (r.method, r.samples_per_sec)),
-                    )
-                    .collect(),
+                rates: p.rates(),
             };
             Ok((Some(tuned), vec![note]))
         }

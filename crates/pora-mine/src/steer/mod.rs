@@ -14,7 +14,7 @@
 pub(crate) mod model;
 pub(crate) mod probe;
 
-pub use model::Outlook;
+pub use model::{cold_misses, Outlook};
 
 use model::{outlook, PathRates, ReadPath, SlotShape};
 use pora_io::Method;

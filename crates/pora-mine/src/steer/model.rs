@@ -153,6 +153,30 @@ pub(crate) fn forecast(path: ReadPath, rates: &PathRates, shape: &SlotShape) -> 
     }
 }
 
+/// The device reads `reads` uniform buffered reads cost, made from an empty page cache over
+/// `pages` pages of which a share `cacheable_fraction` fits: the model's own fill turned around,
+/// so that `pora tune` can take a buffered trial's samples back to the device's cold reads/s.
+/// While the cache fills, a read misses with chance `1 - f` and `f = 1 - e^(-n / pages)`, so the
+/// first `n` reads miss `pages (1 - e^(-n / pages))` times; once the cache holds its share `c`
+/// (after `pages ln(1 / (1 - c))` reads), every read after it misses with chance `1 - c`.
+pub fn cold_misses(reads: f64, pages: f64, cacheable_fraction: f64) -> f64 {
+    let (reads, pages) = (reads.max(0.0), pages.max(0.0));
+    let cap = cacheable_fraction.clamp(0.0, 1.0);
+    if pages == 0.0 {
+        return reads;
+    }
+    let reads_to_fill = if cap >= 1.0 {
+        f64::INFINITY
+    } else {
+        pages * (1.0 / (1.0 - cap)).ln()
+    };
+    if reads <= reads_to_fill {
+        pages * (1.0 - (-reads / pages).exp())
+    } else {
+        cap * pages + (reads - reads_to_fill) * (1.0 - cap)
+    }
+}
+
 /// The next slot, the mean over `horizon` slots and the steady state on `path` (the cache
 /// carried from slot to slot): what choosing `path` now earns, over the run and once the cache
 /// has settled. Slots are simulated until the cache stops moving; the rest of the horizon earns
@@ -281,6 +305,29 @@ mod tests {
     /// Where the CPUs cap the cached reads the slot turns CPU-bound once the hits are fast
     /// enough, and the cache keeps filling at the CPU's pace: checked against the same sum
     /// taken in a million small steps.
+    /// The misses of a buffered trial from a cold cache, worked by hand: 1,000 pages read 1,000
+    /// times miss 1000 (1 - e^-1) = 632.12 times with room for all of them; with room for half,
+    /// the cache is full after 1000 ln 2 = 693.15 reads (500 misses) and the other 306.85 reads
+    /// miss half the time (153.43): 653.43. No room: every read misses.
+    #[test]
+    fn cold_misses_worked_by_hand() {
+        let close = |a: f64, b: f64| (a - b).abs() < 0.01;
+        assert!(close(cold_misses(1000.0, 1000.0, 1.0), 632.12));
+        assert!(close(cold_misses(1000.0, 1000.0, 0.5), 653.43));
+        assert!(close(cold_misses(1000.0, 1000.0, 0.0), 1000.0));
+        assert!(close(cold_misses(100.0, 0.0, 1.0), 100.0));
+        // The model's own slot agrees: a cold slot's misses are its reads less its hits.
+        let rates = PathRates {
+            device_reads_per_sec: 20_000.0,
+            cpu_sec_per_sample: 1e-6,
+        };
+        let s = shape(0.0, 0.5);
+        let f = forecast(ReadPath::Buffered, &rates, &s);
+        let reads = f.mining_power * s.samples_needed;
+        let misses = reads * (1.0 - f.hit_ratio);
+        assert!((cold_misses(reads, s.pages, 0.5) - misses).abs() < 1e-6 * misses);
+    }
+
     #[test]
     fn the_closed_form_matches_small_steps() {
         let rates = PathRates {

@@ -595,8 +595,8 @@ pub fn profile_finding(files: &[PathBuf]) -> Finding {
 }
 
 /// The shard's size against the memory its page cache can grow into (MemAvailable within the
-/// cgroup's limit), and what `auto` expects of the first slot and of the steady state (issue
-/// 28): the same model and facts `pora mine` decides with before every slot.
+/// cgroup's limit), and what `auto` expects of the first slot and of the steady state: the
+/// same model and facts `pora mine` decides with before every slot.
 /// The files count as the shards [`open_files_as_shards`] finds (one per file when each is one),
 /// all sharing the device's reads.
 pub fn steady_state_finding(files: &[PathBuf], kv_entries_bits: Option<u32>) -> Finding {

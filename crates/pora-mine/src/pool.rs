@@ -30,8 +30,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// The shards of one device and the backend factory that reads them: a pool has its own worker
-/// threads, reads in flight and chains, so a slow device holds only its own shards back (issue
-/// 13). The pools of a miner partition its shards in order.
+/// threads, reads in flight and chains, so a slow device holds only its own shards back. The
+/// pools of a miner partition its shards in order.
 pub struct Pool {
     /// How many of the miner's shards, taken in order after the previous pools', this pool mines.
     pub shards: usize,

@@ -597,17 +597,17 @@ pub fn steady_outlook(
     files: &[PathBuf],
     shards: usize,
 ) -> pora_mine::session::FilesOutlook {
-    let rates: Vec<(pora_io::Method, f64)> = o
-        .sustained
-        .iter()
-        .map(|r| (r.arm.method, r.cold_reads_per_sec))
-        .chain(std::iter::once((c.knee.arm.method, c.knee.rate())))
-        .chain(
-            best_by_method(o)
-                .iter()
-                .map(|r| (r.method, r.samples_per_sec)),
-        )
-        .collect();
+    let rates = pora_mine::profile::ordered_rates(
+        (c.knee.arm.method, c.knee.rate()),
+        &o.sustained
+            .iter()
+            .map(|r| (r.arm.method, r.cold_reads_per_sec))
+            .collect::<Vec<_>>(),
+        &best_by_method(o)
+            .iter()
+            .map(|r| (r.method, r.samples_per_sec))
+            .collect::<Vec<_>>(),
+    );
     pora_mine::session::files_outlook_on(files, &o.devices, shards, &rates)
 }
 

@@ -80,6 +80,27 @@ pub struct Measured {
     pub predicted_steady_mining_power: Option<f64>,
 }
 
+/// The cold rates a session and the forecasts start from, in the order they are trusted: the
+/// chosen method first (its sustained rate where there is one, so that the first entry always
+/// names the method the profile mines with), the other sustained reads, the chosen method's sweep
+/// rate, then each method's best in the sweep. The first rate of each read path is the one used.
+pub fn ordered_rates(
+    chosen: (Method, f64),
+    sustained: &[(Method, f64)],
+    by_method: &[(Method, f64)],
+) -> Vec<(Method, f64)> {
+    let first = sustained
+        .iter()
+        .copied()
+        .find(|&(m, _)| m == chosen.0)
+        .unwrap_or(chosen);
+    std::iter::once(first)
+        .chain(sustained.iter().copied().filter(|&(m, _)| m != chosen.0))
+        .chain(std::iter::once(chosen))
+        .chain(by_method.iter().copied())
+        .collect()
+}
+
 /// One method's best cold samples/s in a tune sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -118,12 +139,12 @@ impl Profile {
     /// method's best in the sweep (the first rate of each read path is the one used).
     pub fn rates(&self) -> Vec<(Method, f64)> {
         let m = &self.measured;
-        m.sustained
-            .iter()
-            .map(|r| (r.method, r.samples_per_sec))
-            .chain(std::iter::once((self.method, m.samples_per_sec)))
-            .chain(m.by_method.iter().map(|r| (r.method, r.samples_per_sec)))
-            .collect()
+        let pair = |r: &MethodRate| (r.method, r.samples_per_sec);
+        ordered_rates(
+            (self.method, m.samples_per_sec),
+            &m.sustained.iter().map(pair).collect::<Vec<_>>(),
+            &m.by_method.iter().map(pair).collect::<Vec<_>>(),
+        )
     }
 
     /// Whether the profile was measured on these same files, device and file system.
@@ -387,6 +408,28 @@ mod tests {
             fingerprint: fingerprint(std::slice::from_ref(&file)),
         };
         (profile, file)
+    }
+
+    /// The chosen method comes first whatever the sustained reads hold, its sustained rate where
+    /// there is one, else its sweep rate; the first rate of each read path is the sustained one.
+    #[test]
+    fn rates_name_the_chosen_method_first() {
+        let sustained = [(Method::Uring, 80_000.0), (Method::UringDirect, 81_000.0)];
+        let by_method = [(Method::UringDirect, 109_000.0), (Method::Uring, 106_000.0)];
+        assert_eq!(
+            ordered_rates((Method::UringDirect, 109_000.0), &sustained, &by_method),
+            [
+                (Method::UringDirect, 81_000.0),
+                (Method::Uring, 80_000.0),
+                (Method::UringDirect, 109_000.0),
+                (Method::UringDirect, 109_000.0),
+                (Method::Uring, 106_000.0),
+            ]
+        );
+        // The chosen method's longer read failed: its sweep rate leads.
+        let rates = ordered_rates((Method::Direct, 90_000.0), &sustained, &[]);
+        assert_eq!(rates[0], (Method::Direct, 90_000.0));
+        assert_eq!(rates[1], (Method::Uring, 80_000.0));
     }
 
     #[test]
